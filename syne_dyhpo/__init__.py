@@ -1,0 +1,1 @@
+"""DyHPO and Deep Power Law freeze-thaw schedulers for Syne Tune."""
