@@ -1,1 +1,6 @@
-"""DyHPO and Deep Power Law freeze-thaw schedulers for Syne Tune."""
+"""DyHPO and Deep Power Law freeze-thaw (pause-and-resume) schedulers for Syne Tune."""
+
+from syne_dyhpo.dyhpo import DyHPO
+from syne_dyhpo.scheduler import FreezeThawScheduler
+
+__all__ = ["DyHPO", "FreezeThawScheduler"]

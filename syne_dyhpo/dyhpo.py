@@ -1,0 +1,60 @@
+"""DyHPO (Wistuba, Kadra, Grabocka, NeurIPS 2022) as a Syne Tune pause-and-resume scheduler."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from syne_dyhpo.policy import FitSchedule, SurrogatePolicy, ei_at_next_budget
+from syne_dyhpo.scheduler import FreezeThawScheduler
+from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
+
+#: Default surrogate training schedule of DyHPO (see :class:`FitSchedule`).
+DYHPO_SCHEDULE = FitSchedule(refine_every=1)
+
+
+class DyHPO(FreezeThawScheduler):
+    """DyHPO: deep-kernel GP over (config, budget, learning curve) + multi-fidelity EI; each
+    decision advances the winner by one budget step.
+
+    Arguments are those of :class:`~syne_dyhpo.scheduler.FreezeThawScheduler` plus:
+
+    :param surrogate_config: training settings of the deep-kernel GP (defaults: the paper's)
+    :param fit_schedule: when the GP is refitted from scratch / refined / only conditioned on
+        new data. Defaults to :data:`DYHPO_SCHEDULE`
+    """
+
+    def __init__(
+        self,
+        config_space: dict[str, Any],
+        metric: str,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_t: int | None = None,
+        budget_step: int = 1,
+        num_candidates: int = 256,
+        num_initial_random: int = 1,
+        candidate_configs: Sequence[dict[str, Any]] | None = None,
+        max_resource_attr: str | None = None,
+        random_seed: int | None = None,
+        surrogate_config: DeepKernelGPConfig | None = None,
+        fit_schedule: FitSchedule | None = None,
+    ):
+        policy = SurrogatePolicy(
+            surrogate=DeepKernelGP(surrogate_config),
+            acquisition=ei_at_next_budget,
+            schedule=fit_schedule or DYHPO_SCHEDULE,
+        )
+        super().__init__(
+            config_space,
+            metric,
+            policy,
+            do_minimize=do_minimize,
+            time_attr=time_attr,
+            max_t=max_t,
+            budget_step=budget_step,
+            num_candidates=num_candidates,
+            num_initial_random=num_initial_random,
+            candidate_configs=candidate_configs,
+            max_resource_attr=max_resource_attr,
+            random_seed=random_seed,
+        )

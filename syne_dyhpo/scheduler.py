@@ -1,0 +1,323 @@
+"""Freeze-thaw (pause-and-resume) scheduler for Syne Tune 0.16, shared by DyHPO and DPL.
+
+Every trial advances one budget step at a time. At the end of each step the scheduler asks
+its policy which candidate deserves the next step: a paused trial at its next budget, a new
+configuration at the first budget, or the reporting trial itself. It answers CONTINUE if the
+reporting trial wins, PAUSE otherwise (``suggest()`` then resumes or starts the winner), and
+STOP once a trial reaches ``max_t``, diverges (NaN/inf) or fails.
+
+Behaviour of Syne Tune 0.16 this relies on (see docs/syne-tune-0.16-notes.md): a resume gets
+no ``on_trial_add`` callback, so a resumed trial is marked running inside ``suggest()``;
+``suggest()`` returning None ends scheduling for good; PAUSE and STOP are followed by
+``on_trial_remove``; results are keyed on the reported epoch, never on arrival order.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from syne_tune.backend.trial_status import Trial
+from syne_tune.config_space import config_space_to_json_dict
+from syne_tune.optimizer.scheduler import SchedulerDecision, TrialScheduler, TrialSuggestion
+
+from syne_dyhpo.observations import Candidates, Observations, TrialRecord, TrialStatus
+from syne_dyhpo.policy import SurrogatePolicy
+from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
+
+logger = logging.getLogger(__name__)
+
+
+class FreezeThawScheduler(TrialScheduler):
+    """Pause-and-resume scheduler that gives one budget step at a time to the candidate its
+    policy scores best.
+
+    :param config_space: Syne Tune configuration space
+    :param metric: name of the metric to optimise, a key of the reported results
+    :param policy: surrogate + acquisition scoring the candidates
+    :param do_minimize: True if the metric is minimised. Defaults to True
+    :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
+        "epoch"
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there
+    :param budget_step: epochs a trial runs per decision. Defaults to 1 (the papers)
+    :param num_candidates: number of new configurations sampled (or drawn from
+        ``candidate_configs``) and scored per decision, besides all paused trials.
+        Defaults to 256
+    :param num_initial_random: number of trials started with random configurations before
+        the surrogate is used. Defaults to 1 (the papers); the surrogate also waits for at
+        least ``policy.min_observations`` results
+    :param candidate_configs: optional finite set of configurations (e.g. a tabular
+        benchmark's rows); new configurations are then drawn only from it, each at most once
+    :param max_resource_attr: optional config key the training script reads as "stop after
+        this epoch"; set to the end of the current segment on every start and resume, so a
+        real job stops exactly where the scheduler wants (every decision then pauses the
+        trial; if it wins again it is resumed at once)
+    :param random_seed: seed of all randomness (candidate sampling, surrogate training)
+    """
+
+    def __init__(
+        self,
+        config_space: dict[str, Any],
+        metric: str,
+        policy: SurrogatePolicy,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_t: int | None = None,
+        budget_step: int = 1,
+        num_candidates: int = 256,
+        num_initial_random: int = 1,
+        candidate_configs: Sequence[dict[str, Any]] | None = None,
+        max_resource_attr: str | None = None,
+        random_seed: int | None = None,
+    ):
+        super().__init__(random_seed=random_seed)
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        if max_t is None or int(max_t) != max_t or max_t < 1:
+            raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
+        if int(budget_step) != budget_step or budget_step < 1:
+            raise ValueError(f"budget_step must be an integer >= 1, got {budget_step!r}")
+        if num_candidates < 1:
+            raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        if num_initial_random < 0:
+            raise ValueError(f"num_initial_random must be >= 0, got {num_initial_random}")
+        self.config_space = config_space
+        self.metric = metric
+        self.do_minimize = bool(do_minimize)
+        self.time_attr = time_attr
+        self.max_t = int(max_t)
+        self.budget_step = int(budget_step)
+        self.num_candidates = int(num_candidates)
+        self.num_initial_random = int(num_initial_random)
+        self.max_resource_attr = max_resource_attr
+        self.policy = policy
+        self._encoder = ConfigEncoder(config_space)
+        if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
+            raise ValueError(f"max_resource_attr '{max_resource_attr}' must not be a hyperparameter of config_space")
+        self._sampler = CandidateSampler(self._encoder, candidate_configs)
+        self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
+        self._rng = np.random.RandomState(self.random_seed)
+        self._pending: list[tuple[str, Any]] = []  # decisions waiting for a free worker
+        self._observations_at_update = -1
+        self.num_decisions = 0
+        self.num_fallbacks = 0
+
+    # ----- Syne Tune callbacks ---------------------------------------------------------------
+
+    def suggest(self) -> TrialSuggestion | None:
+        while self._pending:
+            kind, item = self._pending.pop(0)
+            if kind == "resume" and self._obs.trials[item].status is TrialStatus.PAUSED:
+                return self._resume(self._obs.trials[item])
+            if kind == "new" and self._sampler.is_free(item):
+                return self._start(item)
+        choice = self._decide(reporting=None)
+        if choice is None:
+            logger.info("No paused trial and no new configuration left: nothing to suggest")
+            return None
+        kind, item = choice
+        return self._resume(item) if kind == "resume" else self._start(item)
+
+    def on_trial_add(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is None:
+            config = dict(trial.config)
+            record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
+            self._sampler.mark_used(config)
+        record.status = TrialStatus.RUNNING
+        record.segment_end = min(record.last_epoch + self.budget_step, self.max_t)
+
+    def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        record = self._obs.trials.get(trial.trial_id)
+        if record is None:  # started by someone else (e.g. a restored tuner): adopt it
+            self.on_trial_add(trial)
+            record = self._obs.trials[trial.trial_id]
+        epoch, value = self._parse_result(trial.trial_id, result)
+        if record.status is not TrialStatus.RUNNING:
+            # late report of a trial already paused/stopped by us: keep the data if new
+            self._obs.add_result(trial.trial_id, epoch, value)
+            return SchedulerDecision.PAUSE if record.status.resumable else SchedulerDecision.STOP
+        if epoch > self.max_t:
+            logger.warning(f"trial_id {trial.trial_id}: {self.time_attr}={epoch} > max_t={self.max_t}; stopping it")
+            record.status = TrialStatus.FINISHED
+            return SchedulerDecision.STOP
+        if not self._obs.add_result(trial.trial_id, epoch, value):
+            return SchedulerDecision.CONTINUE  # repeated or stale epoch: nothing new
+        if not math.isfinite(value):
+            logger.warning(
+                f"trial_id {trial.trial_id}: {self.metric}={value} at {self.time_attr}={epoch}; "
+                "treated as diverged (worst value), stopped and never resumed"
+            )
+            record.status = TrialStatus.DIVERGED
+            return SchedulerDecision.STOP
+        if epoch >= self.max_t:
+            record.status = TrialStatus.FINISHED
+            return SchedulerDecision.STOP
+        if epoch < record.segment_end:
+            return SchedulerDecision.CONTINUE
+        choice = self._decide(reporting=record)
+        if choice is not None and choice[0] == "resume" and choice[1] is record:
+            record.segment_end = min(epoch + self.budget_step, self.max_t)
+            if self.max_resource_attr is None:
+                return SchedulerDecision.CONTINUE
+            # the job stops itself at its segment end: pause it and resume it right away
+            self._pending.insert(0, ("resume", record.trial_id))
+        elif choice is not None:
+            self._pending.append((choice[0], choice[1].trial_id if choice[0] == "resume" else choice[1]))
+        record.status = TrialStatus.PAUSED
+        return SchedulerDecision.PAUSE
+
+    def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None and record.status in (TrialStatus.RUNNING, TrialStatus.PAUSED):
+            record.status = TrialStatus.FINISHED if record.last_epoch >= self.max_t else TrialStatus.COMPLETED
+
+    def on_trial_remove(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None and record.status is TrialStatus.RUNNING:
+            record.status = TrialStatus.PAUSED if record.last_epoch < self.max_t else TrialStatus.FINISHED
+
+    def on_trial_error(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None:
+            logger.warning(
+                f"trial_id {trial.trial_id} failed after {record.last_epoch} epochs; it is never "
+                "resumed, its results are kept"
+            )
+            record.status = TrialStatus.FAILED
+
+    def metric_names(self) -> list[str]:
+        return [self.metric]
+
+    def metric_mode(self) -> str:
+        return "min" if self.do_minimize else "max"
+
+    def metadata(self) -> dict[str, Any]:
+        best = self._obs.best_value()
+        return {
+            "scheduler_name": type(self).__name__,
+            "config_space": config_space_to_json_dict(self.config_space),
+            "metric_names": self.metric_names(),
+            "metric_mode": self.metric_mode(),
+            "time_attr": self.time_attr,
+            "max_t": self.max_t,
+            "budget_step": self.budget_step,
+            "num_candidates": self.num_candidates,
+            "num_initial_random": self.num_initial_random,
+            "max_resource_attr": self.max_resource_attr,
+            "random_seed": int(self.random_seed),
+            "num_decisions": self.num_decisions,
+            "num_fallbacks": self.num_fallbacks,
+            "best_value": best,
+            "policy": self.policy.metadata(),
+            **self._obs.metadata(),
+        }
+
+    # ----- read access for users and front ends ---------------------------------------------
+
+    @property
+    def observations(self) -> Observations:
+        """All learning curves and trial states seen so far."""
+        return self._obs
+
+    def trial_status(self, trial_id: int) -> TrialStatus | None:
+        record = self._obs.trials.get(trial_id)
+        return None if record is None else record.status
+
+    # ----- internals -------------------------------------------------------------------------
+
+    def _parse_result(self, trial_id: int, result: dict[str, Any]) -> tuple[int, float]:
+        for key in (self.metric, self.time_attr):
+            if key not in result:
+                raise ValueError(
+                    f"Result of trial_id {trial_id} has no '{key}' (reported keys: {sorted(result)}); "
+                    f"check metric='{self.metric}' and time_attr='{self.time_attr}'"
+                )
+        try:
+            value = float(result[self.metric])
+        except (TypeError, ValueError):
+            raise ValueError(f"trial_id {trial_id}: metric '{self.metric}' is not a number: {result[self.metric]!r}")
+        epoch_raw = result[self.time_attr]
+        try:
+            epoch = int(round(float(epoch_raw)))
+        except (TypeError, ValueError):
+            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' is not a number: {epoch_raw!r}")
+        if epoch < 1:
+            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' must be >= 1 (epochs count from 1), got {epoch_raw}")
+        return epoch, value
+
+    def _segment_end(self, record: TrialRecord | None) -> int:
+        return min((0 if record is None else record.last_epoch) + self.budget_step, self.max_t)
+
+    def _with_segment(self, config: dict[str, Any], end: int) -> dict[str, Any]:
+        config = dict(config)
+        if self.max_resource_attr is not None:
+            config[self.max_resource_attr] = end
+        return config
+
+    def _start(self, config: dict[str, Any]) -> TrialSuggestion:
+        self._sampler.mark_used(config)
+        return TrialSuggestion.start_suggestion(self._with_segment(config, self._segment_end(None)))
+
+    def _resume(self, record: TrialRecord) -> TrialSuggestion:
+        # Syne Tune sends no callback for a resume: mark it running now (several free workers)
+        record.status = TrialStatus.RUNNING
+        record.segment_end = self._segment_end(record)
+        if self.max_resource_attr is None:
+            return TrialSuggestion.resume_suggestion(record.trial_id)
+        record.config = self._with_segment(record.config, record.segment_end)
+        return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
+
+    def _decide(self, reporting: TrialRecord | None) -> tuple[str, Any] | None:
+        """Picks the candidate for the next budget step: ("resume", record) or ("new", config)."""
+        records = [r for r in self._obs.trials.values() if r.status is TrialStatus.PAUSED]
+        if reporting is not None:
+            records.append(reporting)
+        new_configs, new_x = self._sampler.propose(self._rng, self.num_candidates)
+        if not records and not new_configs:
+            return None
+        self.num_decisions += 1
+        started = len(self._obs.trials) + sum(kind == "new" for kind, _ in self._pending)
+        if new_configs and (started < self.num_initial_random or not self.policy.ready(self._obs)):
+            return "new", new_configs[0]
+        candidates = self._candidates(records, new_configs, new_x)
+        scores = self._score(candidates)
+        best = np.flatnonzero(scores == scores.max())
+        i = int(best[0] if len(best) == 1 else self._rng.choice(best))
+        if i < len(records):
+            return "resume", records[i]
+        return "new", new_configs[i - len(records)]
+
+    def _candidates(self, records: list[TrialRecord], new_configs: list[dict], new_x: np.ndarray) -> Candidates:
+        n_new = len(new_configs)
+        x = np.concatenate([np.stack([r.encoded for r in records]) if records else np.zeros((0, self._encoder.dim)), new_x])
+        budget = np.array([self._segment_end(r) for r in records] + [self._segment_end(None)] * n_new, dtype=int)
+        curves = np.concatenate([self._obs.candidate_curves(records), np.full((n_new, self.max_t), np.nan)])
+        return Candidates(
+            x=x,
+            budget=budget,
+            curves=curves,
+            trial_ids=[r.trial_id for r in records] + [None] * n_new,
+            configs=[r.config for r in records] + new_configs,
+        )
+
+    def _score(self, candidates: Candidates) -> np.ndarray:
+        seed = (int(self.random_seed) * 1_000_003 + self.num_decisions) % (2**31 - 1)
+        try:
+            if self._obs.num_observations != self._observations_at_update:
+                self.policy.update(self._obs, seed=seed)
+                self._observations_at_update = self._obs.num_observations
+            scores = np.asarray(self.policy.score(candidates, self._obs), dtype=float)
+            if scores.shape != (len(candidates),) or not np.all(np.isfinite(scores)):
+                raise FloatingPointError("acquisition returned non-finite scores")
+            return scores
+        except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
+            # the surrogate keeps its own rollback state; here we only make sure a decision is
+            # made (uniformly at random) and the next update refits from scratch
+            self.num_fallbacks += 1
+            self._observations_at_update = -1
+            self.policy.reset()
+            logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
+            return self._rng.uniform(size=len(candidates))
