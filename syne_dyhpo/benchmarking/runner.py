@@ -363,6 +363,10 @@ def _quiet_tuner_logger():
 
 def _quiet_logging() -> None:
     logging.getLogger("syne_tune").setLevel(logging.WARNING)
+    # ASHA/BOHB always pass points_to_evaluate=None and get a harmless warning per run
+    logging.getLogger(
+        "syne_tune.optimizer.schedulers.searchers.last_value_multi_fidelity_searcher"
+    ).setLevel(logging.ERROR)
 
 
 def _run_one_safe(spec: RunSpec, results_dir: str, kwargs: dict) -> tuple[RunSpec, Any]:
