@@ -169,3 +169,23 @@ def test_random_search_exhausts_table(tiny_folder, tmp_path):
     # best final loss 1.0 is found: regret 0 at 100 % budget (worst = 10)
     assert summary["regret"]["1.0"] == 0.0
     assert json.loads((run_dir(spec, tmp_path) / RUN_FILE).read_text())["bounds"]["worst"] == 10.0
+
+
+def test_report_from_results_folder(tiny_folder, tmp_path):
+    from syne_dyhpo.benchmarking.report import load_runs, long_table, make_report, summary_table
+
+    for method in ("RandomSearch", "ASHA"):
+        run_one(RunSpec(method, str(tiny_folder), "taskA", 0, 20), tmp_path)
+    runs = load_runs(tmp_path)
+    assert sorted(r.summary["method"] for r in runs) == ["ASHA", "RandomSearch"]
+    table = summary_table(long_table(runs)).set_index("method")
+    assert table.loc["RandomSearch", "speed-up vs RS"] == 1.0
+    assert table.loc["RandomSearch", "runs"] == 1
+    # two methods ranked per budget point: ranks average to 1.5
+    assert table["avg rank"].mean() == pytest.approx(1.5)
+    rs = next(r for r in runs if r.summary["method"] == "RandomSearch")
+    assert table.loc["RandomSearch", "regret@100%"] == pytest.approx(rs.summary["regret"]["1.0"])
+    md = make_report(tmp_path, tmp_path / "report")
+    assert "| tinybench | RandomSearch | 1 |" in md
+    assert (tmp_path / "report" / "summary.md").exists()
+    assert (tmp_path / "report" / "regret_tinybench.png").stat().st_size > 1000
