@@ -1,0 +1,79 @@
+"""Run a grid of simulated benchmark runs and write a report.
+
+Example (from the repository root)::
+
+    PYTHONPATH=. python benchmarks/run_benchmarks.py \\
+        --methods RandomSearch ASHA BOHB --seeds 0 1 2 --n-jobs 2
+
+Results of finished runs are reused (the grid is resumable).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from syne_dyhpo.benchmarking.blackboxes import list_tasks, load_benchmark  # noqa: E402
+from syne_dyhpo.benchmarking.report import make_report  # noqa: E402
+from syne_dyhpo.benchmarking.runner import METHODS, make_grid, run_grid  # noqa: E402
+
+DEFAULT_DATA = [str(REPO / "../shared/data/lcbench"), str(REPO / "../shared/data/taskset")]
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data", nargs="+", default=DEFAULT_DATA,
+                   help="serialized blackbox folders or repository names (lcbench, fcnet, ...)")
+    p.add_argument("--tasks", nargs="*", default=None,
+                   help="task names to run (default: all tasks of each source)")
+    p.add_argument("--methods", nargs="+", default=["RandomSearch", "ASHA", "BOHB"],
+                   help=f"methods, among {sorted(METHODS)}")
+    p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    p.add_argument("--budget-factor", type=float, default=20.0,
+                   help="epoch budget = factor x max fidelity of the task")
+    p.add_argument("--n-workers", type=int, default=1, help="simulated workers")
+    p.add_argument("--n-jobs", type=int, default=None, help="parallel processes (default: cores)")
+    p.add_argument("--results-dir", default=str(REPO / "benchmarks/results"))
+    p.add_argument("--tuner-sleep-time", type=float, default=None,
+                   help="simulated seconds per Tuner loop (default: 0.1 x median epoch time)")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    unknown = set(args.methods) - set(METHODS)
+    if unknown:
+        print(f"Unknown methods {sorted(unknown)}; known: {sorted(METHODS)}", file=sys.stderr)
+        return 2
+    pairs, budgets = [], {}
+    for source in args.data:
+        source = os.path.normpath(source) if os.path.exists(source) else source
+        for task in list_tasks(source):
+            if args.tasks and task not in args.tasks:
+                continue
+            d, _ = load_benchmark(source, task=task)
+            pairs.append((source, task))
+            budgets[(source, task)] = int(round(args.budget_factor * d.max_t))
+    if not pairs:
+        print("No (source, task) selected", file=sys.stderr)
+        return 2
+    specs = make_grid(pairs, args.methods, args.seeds, budgets, args.n_workers)
+    print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x {len(args.seeds)} seeds)")
+    _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
+                         tuner_sleep_time=args.tuner_sleep_time)
+    print(make_report(args.results_dir))
+    print(f"\nTable and plots written to {args.results_dir}")
+    for spec, msg in errors:
+        print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

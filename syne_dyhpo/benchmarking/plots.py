@@ -1,0 +1,61 @@
+"""Regret-vs-epochs plots (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+
+def plot_regret_curves(
+    runs: Sequence, out_dir: str | Path, num_points: int = 100, log_y: bool = True
+) -> list[Path]:
+    """
+    One PNG per benchmark family: mean normalised regret vs epochs over all
+    its tasks and seeds, one line per method, shaded +- one standard error.
+    Runs of a family may have different budgets; the x-axis goes up to the
+    smallest one.
+
+    :param runs: :class:`~syne_dyhpo.benchmarking.report.RunRecord` list
+    :param out_dir: Output folder
+    :param num_points: Points on the epoch grid
+    :param log_y: Log-scale regret axis
+    :return: Paths of the written files
+    """
+    by_bench = defaultdict(list)
+    for r in runs:
+        by_bench[r.summary["benchmark"]].append(r)
+    paths = []
+    for bench, rs in sorted(by_bench.items()):
+        budget = min(r.summary["budget_epochs"] for r in rs)
+        grid = np.unique(np.linspace(1, budget, num_points).round().astype(int))
+        curves = defaultdict(list)
+        for r in rs:
+            curves[r.summary["method"]].append(r.regret_curve(grid))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for method, cs in sorted(curves.items()):
+            c = np.array(cs)
+            mean = c.mean(axis=0)
+            se = c.std(axis=0, ddof=1) / np.sqrt(len(c)) if len(c) > 1 else 0 * mean
+            if log_y:  # regret 0 (best found) would vanish on a log axis
+                mean = np.maximum(mean, 1e-4)
+            ax.plot(grid, mean, label=f"{method} (n={len(c)})")
+            ax.fill_between(grid, np.maximum(mean - se, 1e-6), mean + se, alpha=0.2)
+        if log_y:
+            ax.set_yscale("log")
+        ax.set_xlabel("epochs (fidelity steps) simulated")
+        ax.set_ylabel("mean normalised regret")
+        ax.set_title(f"{bench}: {len({r.summary['task'] for r in rs})} tasks")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = Path(out_dir) / f"regret_{bench}.png"
+        fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths

@@ -1,0 +1,446 @@
+"""Running schedulers on tabular benchmarks with Syne Tune's simulator.
+
+One run = (method, benchmark source, task, seed, epoch budget, n_workers).
+Each finished run leaves two files in its folder under the results dir:
+``results.csv.gz`` (the SimulatorCallback dataframe, one row per epoch the
+scheduler saw) and ``run.json`` (written last; its presence marks the run as
+finished, so grids are resumable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import logging
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from syne_tune.backend.trial_status import Trial
+from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
+from syne_tune.stopping_criterion import StoppingCriterion
+from syne_tune.tuning_status import TuningStatus
+
+from syne_dyhpo.benchmarking.blackboxes import BenchmarkDefinition, load_benchmark
+from syne_dyhpo.benchmarking.metrics import incumbent_trajectory, regret_at_fractions
+from syne_dyhpo.benchmarking.table import TableRestricted, metric_bounds, table_configs
+
+logger = logging.getLogger(__name__)
+
+RESULTS_FILE = "results.csv.gz"
+RUN_FILE = "run.json"
+
+MethodFactory = Callable[
+    [BenchmarkDefinition, dict[str, Any], list[dict[str, Any]], int], TrialScheduler
+]
+"""``(definition, config_space, table_configs, seed) -> scheduler``"""
+
+METHODS: dict[str, MethodFactory] = {}
+
+
+def register_method(name: str, factory: MethodFactory) -> None:
+    """
+    :param name: Method name used in results and on the command line
+    :param factory: See :data:`MethodFactory`
+    """
+    METHODS[name] = factory
+
+
+def _random_search(d, cs, configs, seed):
+    from syne_tune.optimizer.baselines import RandomSearch
+
+    rs = RandomSearch(cs, metrics=[d.metric], do_minimize=d.do_minimize, random_seed=seed)
+    return TableRestricted(rs, configs)
+
+
+def _asha(d, cs, configs, seed):
+    from syne_tune.optimizer.baselines import ASHA
+
+    sched = ASHA(
+        cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
+        do_minimize=d.do_minimize, random_seed=seed,
+    )
+    return TableRestricted(sched, configs)
+
+
+def _bohb(d, cs, configs, seed):
+    from syne_tune.optimizer.baselines import BOHB
+
+    sched = BOHB(
+        cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
+        do_minimize=d.do_minimize, random_seed=seed,
+    )
+    return TableRestricted(sched, configs)
+
+
+def _ours(class_name: str) -> MethodFactory:
+    # Lazy import: the registry must work before these schedulers exist.
+    def factory(d, cs, configs, seed):
+        try:
+            import syne_dyhpo
+
+            cls = getattr(syne_dyhpo, class_name)
+        except (ImportError, AttributeError) as ex:
+            raise RuntimeError(
+                f"Method {class_name} is not available: syne_dyhpo.{class_name} "
+                f"cannot be imported ({ex})"
+            ) from ex
+        return cls(
+            cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
+            max_t=d.max_t, random_seed=seed, candidate_configs=configs,
+        )
+
+    return factory
+
+
+register_method("RandomSearch", _random_search)
+register_method("ASHA", _asha)
+register_method("BOHB", _bohb)
+register_method("DyHPO", _ours("DyHPO"))
+register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
+
+
+class TimedScheduler(TrialScheduler):
+    """
+    Proxy measuring the time spent inside a scheduler's calls. The simulator
+    adds real scheduler time to simulated time, so this is reported separately.
+
+    :param scheduler: Scheduler to wrap
+    """
+
+    def __init__(self, scheduler: TrialScheduler):
+        super().__init__(random_seed=getattr(scheduler, "random_seed", None))
+        self.scheduler = scheduler
+        self.wall_seconds = 0.0
+        self.cpu_seconds = 0.0
+        self.num_calls = 0
+
+    def _timed(self, fn, *args):
+        t0, c0 = time.perf_counter(), time.process_time()
+        try:
+            return fn(*args)
+        finally:
+            self.wall_seconds += time.perf_counter() - t0
+            self.cpu_seconds += time.process_time() - c0
+            self.num_calls += 1
+
+    def suggest(self) -> TrialSuggestion | None:
+        return self._timed(self.scheduler.suggest)
+
+    def on_trial_add(self, trial: Trial):
+        return self._timed(self.scheduler.on_trial_add, trial)
+
+    def on_trial_error(self, trial: Trial):
+        return self._timed(self.scheduler.on_trial_error, trial)
+
+    def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        return self._timed(self.scheduler.on_trial_result, trial, result)
+
+    def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
+        return self._timed(self.scheduler.on_trial_complete, trial, result)
+
+    def on_trial_remove(self, trial: Trial):
+        return self._timed(self.scheduler.on_trial_remove, trial)
+
+    def metric_names(self) -> list[str]:
+        return self.scheduler.metric_names()
+
+    def metric_mode(self) -> str | list[str]:
+        return self.scheduler.metric_mode()
+
+    def metadata(self) -> dict[str, Any]:
+        try:
+            meta = self.scheduler.metadata()
+            json.dumps(meta)  # the Tuner JSON-dumps it; never let that crash a run
+            return meta
+        except Exception:
+            return {"scheduler": type(self.scheduler).__name__}
+
+
+@dataclass
+class EpochBudget(StoppingCriterion):
+    """
+    Stops once at least ``max_epochs`` results (= epochs, one result per
+    fidelity step) have been reported by the backend. Counted on
+    ``overall_metric_statistics``, which also counts results dropped after a
+    PAUSE/STOP in the same batch: those epochs were simulated too. Checked once
+    per Tuner loop, so runs can overshoot by a few epochs with several
+    workers; metrics cut trajectories at the budget.
+    Subclasses StoppingCriterion so that SimulatorCallback accepts it silently.
+
+    :param max_epochs: Epoch budget
+    """
+
+    max_epochs: int = 0
+
+    def __call__(self, status: TuningStatus) -> bool:
+        return status.overall_metric_statistics.count >= self.max_epochs
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """
+    One benchmark run.
+
+    :param method: Registered method name
+    :param source: Repository name or serialized folder
+    :param task: Task name
+    :param seed: Seed (scheduler, numpy, and table seed ``seed % num_seeds``)
+    :param budget_epochs: Epoch budget
+    :param n_workers: Number of simulated workers
+    """
+
+    method: str
+    source: str
+    task: str
+    seed: int
+    budget_epochs: int
+    n_workers: int = 1
+
+    def key(self, benchmark: str) -> str:
+        """Relative folder of this run inside a results dir."""
+        safe_task = self.task.replace("/", "_")
+        return (
+            f"{benchmark}/{safe_task}/{self.method}/"
+            f"seed{self.seed}-budget{self.budget_epochs}-w{self.n_workers}"
+        )
+
+
+def run_dir(spec: RunSpec, results_dir: str | Path) -> Path:
+    """
+    :return: Folder of this run's results (benchmark name from the source)
+    """
+    from syne_dyhpo.benchmarking.blackboxes import KNOWN_BLACKBOXES
+
+    bench = spec.source if spec.source in KNOWN_BLACKBOXES else Path(spec.source).resolve().name
+    return Path(results_dir) / spec.key(bench)
+
+
+def is_done(spec: RunSpec, results_dir: str | Path) -> bool:
+    """Whether this run's results exist already."""
+    return (run_dir(spec, results_dir) / RUN_FILE).exists()
+
+
+def _default_tuner_sleep_time(bb, definition: BenchmarkDefinition) -> float:
+    # A tenth of the median epoch duration: the scheduler then sees each
+    # epoch's result before the next epoch ends (1-epoch decisions stay exact)
+    # without spending thousands of idle Tuner loops per simulated epoch.
+    j = bb.objectives_names.index(definition.elapsed_time_attr)
+    t = bb.objectives_evaluations[..., j].astype(np.float64)
+    dt = np.diff(t, axis=-1)
+    dt = dt[np.isfinite(dt) & (dt > 0)]
+    return float(0.1 * np.median(dt)) if dt.size else 0.1
+
+
+def run_one(
+    spec: RunSpec,
+    results_dir: str | Path,
+    tuner_sleep_time: float | None = None,
+    overwrite: bool = False,
+    worst_quantile: float = 0.9,
+) -> dict[str, Any]:
+    """
+    Runs one benchmark run on the simulator and stores its results.
+
+    :param spec: The run
+    :param results_dir: Root folder of all results
+    :param tuner_sleep_time: Simulated seconds per Tuner loop; default a tenth
+        of the table's median epoch duration
+    :param overwrite: Redo the run even if its results exist
+    :param worst_quantile: See :func:`~syne_dyhpo.benchmarking.table.metric_bounds`
+    :return: The run's summary (content of ``run.json``)
+    """
+    out = run_dir(spec, results_dir)
+    if not overwrite and (out / RUN_FILE).exists():
+        with open(out / RUN_FILE) as f:
+            return json.load(f)
+    _quiet_logging()
+    from syne_tune import Tuner
+    from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback
+    from syne_tune.blackbox_repository.simulated_tabular_backend import UserBlackboxBackend
+
+    definition, bb = load_benchmark(spec.source, task=spec.task)
+    if spec.method not in METHODS:
+        raise KeyError(f"Unknown method {spec.method}; known: {sorted(METHODS)}")
+    np.random.seed(spec.seed)
+    random.seed(spec.seed)
+    configs = table_configs(bb)
+    scheduler = TimedScheduler(
+        METHODS[spec.method](definition, bb.configuration_space, configs, spec.seed)
+    )
+    if "torch" in sys.modules:
+        sys.modules["torch"].manual_seed(spec.seed)
+    if tuner_sleep_time is None:
+        tuner_sleep_time = _default_tuner_sleep_time(bb, definition)
+    backend = UserBlackboxBackend(
+        blackbox=bb,
+        elapsed_time_attr=definition.elapsed_time_attr,
+        tuner_sleep_time=tuner_sleep_time,
+        seed=spec.seed % bb.num_seeds,
+    )
+    callback = SimulatorCallback()
+    out.mkdir(parents=True, exist_ok=True)
+    st_root = Path(tempfile.mkdtemp(prefix="st-", dir=out))
+    os.environ["SYNETUNE_FOLDER"] = str(st_root)
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=EpochBudget(max_epochs=spec.budget_epochs),
+        n_workers=spec.n_workers,
+        sleep_time=0,
+        callbacks=[callback],
+        tuner_name=f"bench-{uuid.uuid4().hex[:8]}",
+        results_update_interval=1e9,
+        print_update_interval=1e9,
+        save_tuner=False,
+        suffix_tuner_name=False,
+        metadata={"method": spec.method, "task": spec.task, "seed": spec.seed},
+        output_logger=_quiet_tuner_logger(),
+    )
+    t0 = time.perf_counter()
+    # The Tuner prints a trial table at the end (plain print): swallow it
+    with contextlib.redirect_stdout(io.StringIO()):
+        tuner.run()
+    wall = time.perf_counter() - t0
+    n_simulated = int(tuner.tuning_status.overall_metric_statistics.count)
+    shutil.rmtree(st_root, ignore_errors=True)  # Syne Tune's own output folders
+
+    df = callback.dataframe()
+    df.to_csv(out / RESULTS_FILE, index=False)
+    bounds = metric_bounds(bb, definition.metric, definition.do_minimize, worst_quantile)
+    traj = incumbent_trajectory(df, definition.metric, definition.do_minimize)
+    regrets = regret_at_fractions(traj, spec.budget_epochs, bounds.best_any, bounds.worst)
+    summary = {
+        **asdict(spec),
+        "benchmark": definition.name,
+        "definition": asdict(definition),
+        "bounds": asdict(bounds),
+        "tuner_sleep_time": tuner_sleep_time,
+        "scheduler_seconds": scheduler.wall_seconds,
+        "scheduler_cpu_seconds": scheduler.cpu_seconds,
+        "scheduler_calls": scheduler.num_calls,
+        "wall_seconds": wall,
+        "n_epochs_simulated": n_simulated,
+        "n_results": int(len(df)),
+        "n_trials": int(df["trial_id"].nunique()) if len(df) else 0,
+        "simulated_time": float(df["st_tuner_time"].max()) if len(df) else 0.0,
+        "final_incumbent": float(traj["incumbent"].iloc[-1]) if len(traj) else None,
+        "regret": {str(k): v for k, v in regrets.items()},
+    }
+    tmp = out / (RUN_FILE + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(summary, f, indent=1, default=float)
+    tmp.replace(out / RUN_FILE)  # atomic: run.json exists only for finished runs
+    return summary
+
+
+def _quiet_tuner_logger():
+    from syne_tune.tuner_logger import TunerLogger
+
+    class QuietTunerLogger(TunerLogger):
+        """Drops the Tuner's banner/status prints (thousands of runs), keeps errors."""
+
+        def __getattribute__(self, name: str):
+            if name.startswith("print_") and name not in ("print_error", "print_warning"):
+                return lambda *args, **kwargs: None
+            return super().__getattribute__(name)
+
+    return QuietTunerLogger(use_colors=False, use_emojis=False)
+
+
+def _quiet_logging() -> None:
+    logging.getLogger("syne_tune").setLevel(logging.WARNING)
+    # ASHA/BOHB always pass points_to_evaluate=None and get a harmless warning per run
+    logging.getLogger(
+        "syne_tune.optimizer.schedulers.searchers.last_value_multi_fidelity_searcher"
+    ).setLevel(logging.ERROR)
+
+
+def _run_one_safe(spec: RunSpec, results_dir: str, kwargs: dict) -> tuple[RunSpec, Any]:
+    try:
+        return spec, run_one(spec, results_dir, **kwargs)
+    except Exception as ex:  # report, keep the grid going
+        import traceback
+
+        return spec, f"{type(ex).__name__}: {ex}\n{traceback.format_exc()}"
+
+
+def make_grid(
+    sources_tasks: Sequence[tuple[str, str]],
+    methods: Sequence[str],
+    seeds: Sequence[int],
+    budget_epochs: int | dict[tuple[str, str], int],
+    n_workers: int = 1,
+) -> list[RunSpec]:
+    """
+    :param sources_tasks: ``(source, task)`` pairs
+    :param methods: Method names
+    :param seeds: Seeds
+    :param budget_epochs: One budget, or a budget per ``(source, task)``
+    :param n_workers: Simulated workers
+    :return: All runs, the cross product
+    """
+    specs = []
+    for source, task in sources_tasks:
+        b = budget_epochs if isinstance(budget_epochs, int) else budget_epochs[(source, task)]
+        for method in methods:
+            for seed in seeds:
+                specs.append(RunSpec(method, str(source), task, int(seed), int(b), n_workers))
+    return specs
+
+
+def run_grid(
+    specs: Sequence[RunSpec],
+    results_dir: str | Path,
+    n_jobs: int | None = None,
+    progress: bool = True,
+    **run_kwargs,
+) -> tuple[list[dict[str, Any]], list[tuple[RunSpec, str]]]:
+    """
+    Runs all specs not finished yet in parallel processes.
+
+    :param specs: Runs
+    :param results_dir: Root folder of results
+    :param n_jobs: Processes (default: number of cores); 1 runs in-process
+    :param progress: Show a tqdm progress bar
+    :param run_kwargs: Passed to :func:`run_one`
+    :return: ``(summaries of finished runs, [(spec, error message)])``
+    """
+    from tqdm import tqdm
+
+    results_dir = str(results_dir)
+    todo = [s for s in specs if not is_done(s, results_dir)]
+    done = [run_one(s, results_dir) for s in specs if is_done(s, results_dir)]
+    errors = []
+    n_jobs = n_jobs or os.cpu_count() or 1
+    bar = tqdm(total=len(todo), disable=not progress, desc="runs")
+    if n_jobs == 1 or len(todo) <= 1:
+        for s in todo:
+            spec, res = _run_one_safe(s, results_dir, run_kwargs)
+            (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
+            bar.update()
+    else:
+        # spawn: a fresh interpreter per worker, safe with torch threads
+        with ProcessPoolExecutor(n_jobs, mp_context=get_context("spawn")) as ex:
+            futures = [ex.submit(_run_one_safe, s, results_dir, run_kwargs) for s in todo]
+            for fut in as_completed(futures):
+                spec, res = fut.result()
+                (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
+                bar.update()
+    bar.close()
+    for spec, msg in errors:
+        logger.error(f"Run {spec} failed: {msg}")
+    return done, errors

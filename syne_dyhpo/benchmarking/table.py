@@ -1,0 +1,249 @@
+"""Helpers on a tabular blackbox: its configurations, metric bounds for
+regret normalisation, and restricting any scheduler to the table.
+
+Why restrict by nearest-table-row mapping rather than Syne Tune's
+``add_surrogate(bb, KNeighborsRegressor(n_neighbors=1))``: the surrogate path
+goes through ``hyperparameter_objectives_values``, which imputes NaN values by
+the previous fidelity and drops configurations whose curves are all NaN
+(TaskSet has such curves), so diverged runs would silently look healthy or
+vanish. Mapping each suggestion to a real, unused row keeps the table values
+exactly as recorded (NaN included), gives every method the same candidate set
+(the one our freeze-thaw schedulers get as ``candidate_configs``), and never
+evaluates the same row twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from syne_tune.backend.trial_status import Trial
+from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
+from syne_tune.config_space import (
+    Categorical,
+    Domain,
+    is_log_space,
+    postprocess_config,
+)
+from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
+
+logger = logging.getLogger(__name__)
+
+
+def _native(value: Any) -> Any:
+    # numpy scalars -> Python scalars; float64 -> float is exact, so the
+    # simulator's exact-match lookup still finds the row.
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def table_configs(blackbox: BlackboxTabular) -> list[dict[str, Any]]:
+    """
+    :param blackbox: Tabular blackbox
+    :return: One dict per table row, native Python values, cast with
+        ``postprocess_config`` (so constants of the space are included)
+    """
+    space = blackbox.configuration_space
+    rows = blackbox.hyperparameters.to_dict("records")
+    return [
+        postprocess_config({k: _native(v) for k, v in row.items()}, space)
+        for row in rows
+    ]
+
+
+@dataclass(frozen=True)
+class MetricBounds:
+    """
+    Best and worst values of a metric over a table (original units).
+
+    :param best_any: Best finite value at any fidelity. Used as the regret's
+        "best": the anytime incumbent is the best value seen at any epoch, so
+        this keeps regret >= 0.
+    :param best_final: Best finite value at the maximum fidelity
+    :param worst_any: Worst finite value at any fidelity (can be 1e19 on TaskSet)
+    :param worst_final: Worst finite value at the maximum fidelity
+    :param worst: The "worst" used for regret normalisation: the
+        ``worst_quantile`` quantile (in "bad" direction) of the finite values
+        at the maximum fidelity. Diverged (NaN/inf) values are left out of the
+        quantile (counting them as +inf would make it infinite on TaskSet
+        tasks where > 10 % of curves diverge), and a single 1e10 loss cannot
+        squash all regrets to ~0. Regrets above 1 are clipped to 1.
+    :param worst_quantile: The quantile used for ``worst``
+    :param n_nonfinite: Number of NaN/inf entries in the metric table
+    """
+
+    best_any: float
+    best_final: float
+    worst_any: float
+    worst_final: float
+    worst: float
+    worst_quantile: float
+    n_nonfinite: int
+
+
+def metric_bounds(
+    blackbox: BlackboxTabular,
+    metric: str,
+    do_minimize: bool,
+    worst_quantile: float = 0.9,
+) -> MetricBounds:
+    """
+    Computes :class:`MetricBounds` over all configurations and seeds.
+
+    :param blackbox: Tabular blackbox
+    :param metric: Metric name
+    :param do_minimize: Whether smaller is better
+    :param worst_quantile: Quantile of final-fidelity values used as "worst"
+        (1.0 gives the plain table worst at the maximum fidelity)
+    :return: The bounds
+    """
+    j = blackbox.objectives_names.index(metric)
+    # (configs, seeds, fidelities); work in "loss" orientation (smaller = better)
+    y = blackbox.objectives_evaluations[..., j].astype(np.float64)
+    sign = 1.0 if do_minimize else -1.0
+    loss = sign * y
+    finite = np.isfinite(loss)
+    final = loss[:, :, -1]
+    final_finite = final[np.isfinite(final)]
+    if not finite.any() or final_finite.size == 0:
+        raise ValueError(f"No finite value of {metric} in the table")
+    return MetricBounds(
+        best_any=float(sign * loss[finite].min()),
+        best_final=float(sign * final_finite.min()),
+        worst_any=float(sign * loss[finite].max()),
+        worst_final=float(sign * final_finite.max()),
+        worst=float(sign * np.quantile(final_finite, worst_quantile)),
+        worst_quantile=worst_quantile,
+        n_nonfinite=int((~finite).sum()),
+    )
+
+
+class ConfigEncoder:
+    """
+    Maps configs to vectors in [0, 1]^d: numerical hyperparameters scaled by
+    their domain bounds (log scale for log domains), categorical ones one-hot.
+
+    :param config_space: Configuration space (non-Domain entries are constants
+        and ignored)
+    """
+
+    def __init__(self, config_space: dict[str, Any]):
+        self.config_space = config_space
+        self.names = [k for k, v in config_space.items() if isinstance(v, Domain)]
+
+    def _encode_value(self, name: str, value: Any) -> list[float]:
+        dom = self.config_space[name]
+        if isinstance(dom, Categorical):
+            return [1.0 if value == c else 0.0 for c in dom.categories]
+        lo, hi, x = float(dom.lower), float(dom.upper), float(value)
+        if is_log_space(dom) and lo > 0:
+            lo, hi, x = np.log(lo), np.log(hi), np.log(max(x, 1e-300))
+        return [(x - lo) / (hi - lo) if hi > lo else 0.0]
+
+    def encode(self, configs: list[dict[str, Any]]) -> np.ndarray:
+        """
+        :param configs: Configurations
+        :return: Array of shape ``(len(configs), dim)``
+        """
+        return np.array(
+            [
+                sum((self._encode_value(n, c[n]) for n in self.names), [])
+                for c in configs
+            ],
+            dtype=np.float64,
+        )
+
+
+class TableRestricted(TrialScheduler):
+    """
+    Wraps a scheduler sampling from a continuous space so that every new trial
+    uses a configuration of the table: the suggested config is replaced by the
+    nearest not-yet-used table row (Euclidean distance in the
+    :class:`ConfigEncoder` space). Resume suggestions pass through. Once all
+    rows are used, ``suggest`` returns None (Syne Tune then stops scheduling).
+
+    The backend stores the replaced config as ``trial.config``, so the wrapped
+    scheduler learns from the configuration actually evaluated.
+
+    :param scheduler: Scheduler to wrap
+    :param table_configs: Table rows, see :func:`table_configs`
+    :param encoder: Encoder; default built from ``scheduler.config_space``
+    """
+
+    def __init__(
+        self,
+        scheduler: TrialScheduler,
+        table_configs: list[dict[str, Any]],
+        encoder: ConfigEncoder | None = None,
+    ):
+        super().__init__(random_seed=getattr(scheduler, "random_seed", None))
+        self.scheduler = scheduler
+        self.table_configs = table_configs
+        if encoder is None:
+            encoder = ConfigEncoder(scheduler.config_space)
+        self.encoder = encoder
+        self._X = encoder.encode(table_configs)
+        self._used = np.zeros(len(table_configs), dtype=bool)
+
+    @property
+    def num_used(self) -> int:
+        """Number of table rows handed out so far."""
+        return int(self._used.sum())
+
+    def _nearest_unused(self, config: dict[str, Any]) -> int | None:
+        free = np.flatnonzero(~self._used)
+        if free.size == 0:
+            return None
+        x = self.encoder.encode([config])[0]
+        d = ((self._X[free] - x) ** 2).sum(axis=1)
+        return int(free[int(np.argmin(d))])
+
+    def suggest(self) -> TrialSuggestion | None:
+        suggestion = self.scheduler.suggest()
+        if suggestion is None or not suggestion.spawn_new_trial_id:
+            return suggestion
+        if suggestion.config is None:
+            return suggestion
+        idx = self._nearest_unused(suggestion.config)
+        if idx is None:
+            logger.info("All table configurations used, no more suggestions")
+            return None
+        self._used[idx] = True
+        config = dict(self.table_configs[idx])
+        # keep extra (non-hyperparameter) keys the scheduler may have added
+        for k, v in suggestion.config.items():
+            if k not in self.encoder.config_space:
+                config[k] = v
+        return TrialSuggestion.start_suggestion(
+            config, checkpoint_trial_id=suggestion.checkpoint_trial_id
+        )
+
+    def on_trial_add(self, trial: Trial):
+        self.scheduler.on_trial_add(trial)
+
+    def on_trial_error(self, trial: Trial):
+        self.scheduler.on_trial_error(trial)
+
+    def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        return self.scheduler.on_trial_result(trial, result)
+
+    def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
+        self.scheduler.on_trial_complete(trial, result)
+
+    def on_trial_remove(self, trial: Trial):
+        self.scheduler.on_trial_remove(trial)
+
+    def metric_names(self) -> list[str]:
+        return self.scheduler.metric_names()
+
+    def metric_mode(self) -> str | list[str]:
+        return self.scheduler.metric_mode()
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "wrapper": "TableRestricted",
+            "num_table_configs": len(self.table_configs),
+            "scheduler": type(self.scheduler).__name__,
+        }
