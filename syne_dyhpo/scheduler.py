@@ -21,7 +21,11 @@ from typing import Any, Sequence
 import numpy as np
 from syne_tune.backend.trial_status import Trial
 from syne_tune.config_space import config_space_to_json_dict
-from syne_tune.optimizer.scheduler import SchedulerDecision, TrialScheduler, TrialSuggestion
+from syne_tune.optimizer.scheduler import (
+    SchedulerDecision,
+    TrialScheduler,
+    TrialSuggestion,
+)
 
 from syne_dyhpo.observations import Candidates, Observations, TrialRecord, TrialStatus
 from syne_dyhpo.policy import SurrogatePolicy

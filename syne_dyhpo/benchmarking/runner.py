@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 from syne_tune.backend.trial_status import Trial
 from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
 from syne_tune.stopping_criterion import StoppingCriterion
@@ -270,7 +269,9 @@ def run_one(
     _quiet_logging()
     from syne_tune import Tuner
     from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback
-    from syne_tune.blackbox_repository.simulated_tabular_backend import UserBlackboxBackend
+    from syne_tune.blackbox_repository.simulated_tabular_backend import (
+        UserBlackboxBackend,
+    )
 
     definition, bb = load_benchmark(spec.source, task=spec.task)
     if spec.method not in METHODS:

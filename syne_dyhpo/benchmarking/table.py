@@ -19,16 +19,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from syne_tune.backend.trial_status import Trial
 from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
 from syne_tune.config_space import (
-    Categorical,
-    Domain,
-    is_log_space,
     postprocess_config,
 )
 from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
+
+from syne_dyhpo.search_space import ConfigEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -120,48 +118,12 @@ def metric_bounds(
     )
 
 
-class ConfigEncoder:
-    """
-    Maps configs to vectors in [0, 1]^d: numerical hyperparameters scaled by
-    their domain bounds (log scale for log domains), categorical ones one-hot.
-
-    :param config_space: Configuration space (non-Domain entries are constants
-        and ignored)
-    """
-
-    def __init__(self, config_space: dict[str, Any]):
-        self.config_space = config_space
-        self.names = [k for k, v in config_space.items() if isinstance(v, Domain)]
-
-    def _encode_value(self, name: str, value: Any) -> list[float]:
-        dom = self.config_space[name]
-        if isinstance(dom, Categorical):
-            return [1.0 if value == c else 0.0 for c in dom.categories]
-        lo, hi, x = float(dom.lower), float(dom.upper), float(value)
-        if is_log_space(dom) and lo > 0:
-            lo, hi, x = np.log(lo), np.log(hi), np.log(max(x, 1e-300))
-        return [(x - lo) / (hi - lo) if hi > lo else 0.0]
-
-    def encode(self, configs: list[dict[str, Any]]) -> np.ndarray:
-        """
-        :param configs: Configurations
-        :return: Array of shape ``(len(configs), dim)``
-        """
-        return np.array(
-            [
-                sum((self._encode_value(n, c[n]) for n in self.names), [])
-                for c in configs
-            ],
-            dtype=np.float64,
-        )
-
-
 class TableRestricted(TrialScheduler):
     """
     Wraps a scheduler sampling from a continuous space so that every new trial
     uses a configuration of the table: the suggested config is replaced by the
     nearest not-yet-used table row (Euclidean distance in the
-    :class:`ConfigEncoder` space). Resume suggestions pass through. Once all
+    :class:`~syne_dyhpo.search_space.ConfigEncoder` space). Resume suggestions pass through. Once all
     rows are used, ``suggest`` returns None (Syne Tune then stops scheduling).
 
     The backend stores the replaced config as ``trial.config``, so the wrapped
@@ -184,7 +146,7 @@ class TableRestricted(TrialScheduler):
         if encoder is None:
             encoder = ConfigEncoder(scheduler.config_space)
         self.encoder = encoder
-        self._X = encoder.encode(table_configs)
+        self._X = encoder.encode_many(table_configs)
         self._used = np.zeros(len(table_configs), dtype=bool)
 
     @property
@@ -196,7 +158,7 @@ class TableRestricted(TrialScheduler):
         free = np.flatnonzero(~self._used)
         if free.size == 0:
             return None
-        x = self.encoder.encode([config])[0]
+        x = self.encoder.encode(config)
         d = ((self._X[free] - x) ** 2).sum(axis=1)
         return int(free[int(np.argmin(d))])
 
