@@ -1,0 +1,60 @@
+"""Deep Power Law (Kadra et al., NeurIPS 2023) as a Syne Tune pause-and-resume scheduler."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from syne_dyhpo.policy import FitSchedule, SurrogatePolicy, ei_at_max_budget
+from syne_dyhpo.scheduler import FreezeThawScheduler
+from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
+
+#: Default surrogate training schedule of DPL (see :class:`FitSchedule`).
+DPL_SCHEDULE = FitSchedule(refine_every=1)
+
+
+class DeepPowerLaw(FreezeThawScheduler):
+    """Deep Power Law: ensemble of nets mapping a config to power-law coefficients + EI of
+    the predicted value at ``max_t``; each decision advances the winner by one budget step.
+
+    Arguments are those of :class:`~syne_dyhpo.scheduler.FreezeThawScheduler` plus:
+
+    :param surrogate_config: settings of the ensemble (defaults: the paper's)
+    :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
+        :data:`DPL_SCHEDULE`
+    """
+
+    def __init__(
+        self,
+        config_space: dict[str, Any],
+        metric: str,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_t: int | None = None,
+        budget_step: int = 1,
+        num_candidates: int = 256,
+        num_initial_random: int = 1,
+        candidate_configs: Sequence[dict[str, Any]] | None = None,
+        max_resource_attr: str | None = None,
+        random_seed: int | None = None,
+        surrogate_config: PowerLawConfig | None = None,
+        fit_schedule: FitSchedule | None = None,
+    ):
+        policy = SurrogatePolicy(
+            surrogate=PowerLawEnsemble(surrogate_config),
+            acquisition=ei_at_max_budget,
+            schedule=fit_schedule or DPL_SCHEDULE,
+        )
+        super().__init__(
+            config_space,
+            metric,
+            policy,
+            do_minimize=do_minimize,
+            time_attr=time_attr,
+            max_t=max_t,
+            budget_step=budget_step,
+            num_candidates=num_candidates,
+            num_initial_random=num_initial_random,
+            candidate_configs=candidate_configs,
+            max_resource_attr=max_resource_attr,
+            random_seed=random_seed,
+        )
