@@ -150,6 +150,7 @@ def save_checkpoint(
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
+        os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp creates 0600
         os.replace(tmp_name, target)
     except BaseException:
         try:
@@ -158,6 +159,12 @@ def save_checkpoint(
             pass
         raise
     return target
+
+
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def load_checkpoint(
