@@ -232,3 +232,22 @@ def test_config_space_matches_script_cli():
     for k, v in config.items():
         assert getattr(args, k) == v, k
     assert cs.config_space["max_epochs"] == cs.MAX_EPOCHS
+
+
+@pytest.mark.slow
+def test_python_backend_example_runs_random_search(tmp_path, monkeypatch):
+    """End-to-end: a real Tuner with PythonBackend runs the training function."""
+    monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path))
+    from launch.python_backend_example import run
+    from syne_tune.experiments import load_experiment
+
+    tuner = run("python", trials=2, max_epochs=2, n_workers=2, seed=0)
+    df = load_experiment(tuner.name, local_path=str(tmp_path)).results
+    completed = df.groupby("trial_id")["epoch"].apply(list)
+    assert len(completed) >= 2
+    finished = [t for t, epochs in completed.items() if epochs == [1, 2]]
+    assert len(finished) >= 2
+    assert df["val_accuracy"].between(0, 1).all()
+    for trial_id in finished:
+        ckpt = load_checkpoint(tuner.tuner_path / str(trial_id) / "checkpoints")
+        assert ckpt is not None and ckpt.epoch == 2
