@@ -11,6 +11,7 @@ The constants ``epochs`` and ``max_epochs`` play different roles:
   of the current segment on every start and resume. Its value in the config space
   only matters for schedulers that leave it alone (e.g. ``RandomSearch``).
 """
+
 from __future__ import annotations
 
 from typing import Any

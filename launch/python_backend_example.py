@@ -17,6 +17,7 @@ Things ``PythonBackend`` requires (see the notes on Syne Tune 0.16):
 
 Results go to ``$SYNETUNE_FOLDER`` (default ``~/syne-tune``).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -49,19 +50,19 @@ def train_mlp_fn(
 
     # Same code path (and CLI) as the LocalBackend script; raises SystemExit on
     # argument errors, returns 1 on an unusable checkpoint.
-    config = dict(
-        learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        momentum=momentum,
-        n_units=n_units,
-        n_layers=n_layers,
-        dropout=dropout,
-        batch_size=batch_size,
-        epochs=epochs,
-        max_epochs=max_epochs,
-        seed=seed,
-        st_checkpoint_dir=st_checkpoint_dir,
-    )
+    config = {
+        "learning_rate": learning_rate,
+        "weight_decay": weight_decay,
+        "momentum": momentum,
+        "n_units": n_units,
+        "n_layers": n_layers,
+        "dropout": dropout,
+        "batch_size": batch_size,
+        "epochs": epochs,
+        "max_epochs": max_epochs,
+        "seed": seed,
+        "st_checkpoint_dir": st_checkpoint_dir,
+    }
     status = main([x for k, v in config.items() for x in (f"--{k}", str(v))])
     if status != 0:
         raise RuntimeError(f"train_mlp.main failed with status {status}")

@@ -28,6 +28,7 @@ Model, optimizer, learning rate scheduler and all RNG states are checkpointed, s
 run that is stopped and resumed reports exactly the same numbers as an
 uninterrupted one.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,9 +36,9 @@ import importlib.util
 import logging
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from collections.abc import Callable
 
 try:
     import syne_dyhpo  # noqa: F401
@@ -174,7 +175,7 @@ def load_data(
     val_idx = []
     for label in np.unique(y):
         idx = rng.permutation(np.flatnonzero(y == label))
-        val_idx.append(idx[: int(round(VALIDATION_FRACTION * len(idx)))])
+        val_idx.append(idx[: round(VALIDATION_FRACTION * len(idx))])
     is_val = np.zeros(len(y), dtype=bool)
     is_val[np.concatenate(val_idx)] = True
     x_tr, y_tr, x_va, y_va = x[~is_val], y[~is_val], x[is_val], y[is_val]
@@ -289,7 +290,9 @@ def train(
         except CheckpointError as ex:
             if on_checkpoint_error != "restart":
                 raise
-            logger.warning(f"{ex}. on_checkpoint_error='restart': training from epoch 1.")
+            logger.warning(
+                f"{ex}. on_checkpoint_error='restart': training from epoch 1."
+            )
             # a partial restore may have modified the objects: rebuild them
             model, optimizer, lr_scheduler = fresh_objects()
             ckpt = None

@@ -39,6 +39,10 @@ def test_round_trip(tmp_path):
     assert (ckpt.epoch, ckpt.state) == (4, {"step": 8})
     assert type(ckpt.epoch) is int
     assert _files(tmp_path / "ckpt") == [CHECKPOINT_FILENAME]
+    # permissions follow the umask (not mkstemp's 0600)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
 
 
 def test_no_checkpoint_returns_none(tmp_path):
@@ -117,7 +121,12 @@ def test_rng_state_round_trip(tmp_path):
     np.random.normal()  # make numpy hold a cached gaussian
     random.gauss(0, 1)
     save_checkpoint(tmp_path, {"rng": get_rng_state()}, epoch=1)
-    expected = (torch.rand(5), np.random.normal(size=5), random.random(), random.gauss(0, 1))
+    expected = (
+        torch.rand(5),
+        np.random.normal(size=5),
+        random.random(),
+        random.gauss(0, 1),
+    )
     torch.manual_seed(99)
     np.random.seed(99)
     random.seed(99)
@@ -131,7 +140,9 @@ def test_rng_state_round_trip(tmp_path):
 def _make(seed=0, width=8):
     torch.manual_seed(seed)
     model = torch.nn.Sequential(
-        torch.nn.Linear(4, width), torch.nn.ReLU(), torch.nn.Dropout(0.3),
+        torch.nn.Linear(4, width),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.3),
         torch.nn.Linear(width, 3),
     )
     opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=1e-3)

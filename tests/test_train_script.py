@@ -5,6 +5,7 @@ and parses its ``[tune-metric]: {...}`` lines with Syne Tune's own parser.
 Independent runs are started in parallel (the machine has 2 cores; each process
 spends ~4 s importing torch and scikit-learn).
 """
+
 import os
 import subprocess
 import sys
@@ -21,9 +22,22 @@ SCRIPT = ROOT / "launch" / "train_mlp.py"
 METRICS = ("epoch", "val_accuracy", "val_loss", "train_loss")
 # small model; dropout > 0 so that resuming must restore the RNG state exactly
 HP = [
-    "--learning_rate", "0.05", "--momentum", "0.9", "--weight_decay", "0.0001",
-    "--n_units", "32", "--n_layers", "2", "--dropout", "0.2", "--batch_size", "32",
-    "--seed", "3",
+    "--learning_rate",
+    "0.05",
+    "--momentum",
+    "0.9",
+    "--weight_decay",
+    "0.0001",
+    "--n_units",
+    "32",
+    "--n_layers",
+    "2",
+    "--dropout",
+    "0.2",
+    "--batch_size",
+    "32",
+    "--seed",
+    "3",
 ]
 TIMEOUT = 120
 
@@ -53,7 +67,11 @@ def start(ckpt_dir, *args, hp=HP):
     if ckpt_dir is not None:
         cmd += ["--st_checkpoint_dir", str(ckpt_dir)]
     return subprocess.Popen(
-        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
         cwd=str(ROOT),
     )
 
@@ -61,9 +79,7 @@ def start(ckpt_dir, *args, hp=HP):
 def finish(proc, prefix: str = "") -> Run:
     out, err = proc.communicate(timeout=TIMEOUT)
     out = prefix + out
-    reports = [
-        {k: r[k] for k in METRICS} for r in retrieve(out.splitlines())
-    ]
+    reports = [{k: r[k] for k in METRICS} for r in retrieve(out.splitlines())]
     return Run(proc.returncode, reports, out, err)
 
 
@@ -141,7 +157,11 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path):
 
 
 def test_corrupt_checkpoint_fails_loudly_or_restarts_on_request(tmp_path, capsys):
-    strict, lenient, fresh = tmp_path / "strict", tmp_path / "lenient", tmp_path / "fresh"
+    strict, lenient, fresh = (
+        tmp_path / "strict",
+        tmp_path / "lenient",
+        tmp_path / "fresh",
+    )
     for d in (strict, lenient):
         d.mkdir()
         (d / CHECKPOINT_FILENAME).write_bytes(b"\x80\x02 truncated torch file")
@@ -156,7 +176,9 @@ def test_corrupt_checkpoint_fails_loudly_or_restarts_on_request(tmp_path, capsys
     assert "CheckpointError" in failed.stderr
     assert str(strict / CHECKPOINT_FILENAME) in failed.stderr
     assert failed.reports == []
-    assert (strict / CHECKPOINT_FILENAME).read_bytes() == b"\x80\x02 truncated torch file"
+    assert (
+        strict / CHECKPOINT_FILENAME
+    ).read_bytes() == b"\x80\x02 truncated torch file"
     # restart: warning, trains from epoch 1 exactly like a fresh run, overwrites file
     assert restarted.returncode == 0, restarted.stderr
     assert "WARNING" in restarted.stderr
@@ -172,7 +194,14 @@ def test_corrupt_checkpoint_fails_loudly_or_restarts_on_request(tmp_path, capsys
 
     hp = list(HP)
     hp[hp.index("--learning_rate") + 1] = "0.01"
-    argv = hp + ["--max_epochs", "10", "--epochs", "3", "--st_checkpoint_dir", str(fresh)]
+    argv = hp + [
+        "--max_epochs",
+        "10",
+        "--epochs",
+        "3",
+        "--st_checkpoint_dir",
+        str(fresh),
+    ]
     assert main(argv) == 1
     captured = capsys.readouterr()
     assert "different hyperparameters" in captured.err
@@ -224,9 +253,7 @@ def test_config_space_matches_script_cli():
     space = cs.make_config_space(max_epochs=12, seed=4)
     assert space[cs.MAX_RESOURCE_ATTR] == 12 and space["max_epochs"] == 12
     assert set(HYPERPARAMETERS) | {"epochs"} == set(space)
-    config = {
-        k: (v.sample() if isinstance(v, Domain) else v) for k, v in space.items()
-    }
+    config = {k: (v.sample() if isinstance(v, Domain) else v) for k, v in space.items()}
     argv = [x for k, v in config.items() for x in (f"--{k}", str(v))]
     args = build_parser().parse_args(argv + ["--st_checkpoint_dir", "/tmp/x"])
     for k, v in config.items():
@@ -238,8 +265,9 @@ def test_config_space_matches_script_cli():
 def test_python_backend_example_runs_random_search(tmp_path, monkeypatch):
     """End-to-end: a real Tuner with PythonBackend runs the training function."""
     monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path))
-    from launch.python_backend_example import run
     from syne_tune.experiments import load_experiment
+
+    from launch.python_backend_example import run
 
     tuner = run("python", trials=2, max_epochs=2, n_workers=2, seed=0)
     df = load_experiment(tuner.name, local_path=str(tmp_path)).results
