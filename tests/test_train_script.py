@@ -265,6 +265,8 @@ def test_config_space_matches_script_cli():
 def test_python_backend_example_runs_random_search(tmp_path, monkeypatch):
     """End-to-end: a real Tuner with PythonBackend runs the training function."""
     monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path))
+    # syne_tune/num_gpu.py writes "std.out" into the current directory
+    monkeypatch.chdir(tmp_path)
     from syne_tune.experiments import load_experiment
 
     from launch.python_backend_example import run
