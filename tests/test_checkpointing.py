@@ -1,0 +1,198 @@
+import logging
+import os
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from syne_dyhpo.checkpointing import (
+    CHECKPOINT_FILENAME,
+    Checkpoint,
+    CheckpointError,
+    capture_training_state,
+    get_rng_state,
+    load_checkpoint,
+    restore_training_state,
+    save_checkpoint,
+    set_rng_state,
+)
+
+
+def _files(directory):
+    return sorted(os.listdir(directory))
+
+
+def test_round_trip(tmp_path):
+    state = {"w": torch.arange(6.0).reshape(2, 3), "step": 7, "names": ["a", "b"]}
+    path = save_checkpoint(tmp_path / "ckpt", state, epoch=3)
+    assert path == tmp_path / "ckpt" / CHECKPOINT_FILENAME
+    ckpt = load_checkpoint(tmp_path / "ckpt")
+    assert isinstance(ckpt, Checkpoint)
+    assert ckpt.epoch == 3
+    assert ckpt.path == str(path)
+    assert torch.equal(ckpt.state["w"], state["w"])
+    assert ckpt.state["step"] == 7 and ckpt.state["names"] == ["a", "b"]
+    # overwriting keeps a single file and the newest content
+    save_checkpoint(tmp_path / "ckpt", {"step": 8}, epoch=np.int64(4))
+    ckpt = load_checkpoint(tmp_path / "ckpt")
+    assert (ckpt.epoch, ckpt.state) == (4, {"step": 8})
+    assert type(ckpt.epoch) is int
+    assert _files(tmp_path / "ckpt") == [CHECKPOINT_FILENAME]
+    # permissions follow the umask (not mkstemp's 0600)
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_no_checkpoint_returns_none(tmp_path):
+    assert load_checkpoint(None) is None
+    assert load_checkpoint(tmp_path / "does-not-exist") is None
+    assert load_checkpoint(tmp_path) is None  # directory exists, no file
+
+
+@pytest.mark.parametrize("kind", ["garbage", "truncated", "empty", "foreign"])
+def test_corrupt_checkpoint_raises_naming_path(tmp_path, kind):
+    path = save_checkpoint(tmp_path, {"w": torch.randn(100, 100)}, epoch=2)
+    data = path.read_bytes()
+    if kind == "garbage":
+        path.write_bytes(b"this is not a torch file" * 10)
+    elif kind == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif kind == "empty":
+        path.write_bytes(b"")
+    else:  # a valid torch file not written by save_checkpoint
+        torch.save({"model": {}}, path)
+    with pytest.raises(CheckpointError) as exc_info:
+        load_checkpoint(tmp_path)
+    assert str(path) in str(exc_info.value)
+    assert exc_info.value.path == str(path)
+    assert exc_info.value.cause  # non-empty description of the cause
+
+
+def test_on_error_restart_warns_and_returns_none(tmp_path, caplog):
+    path = save_checkpoint(tmp_path, {"x": 1}, epoch=1)
+    path.write_bytes(path.read_bytes()[:10])
+    with caplog.at_level(logging.WARNING, logger="syne_dyhpo.checkpointing"):
+        assert load_checkpoint(tmp_path, on_error="restart") is None
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert str(path) in warnings[0].getMessage()
+    assert "from scratch" in warnings[0].getMessage()
+    # the file is left alone and the next save replaces it
+    save_checkpoint(tmp_path, {"x": 2}, epoch=1)
+    assert load_checkpoint(tmp_path).state == {"x": 2}
+
+
+def test_invalid_on_error(tmp_path):
+    with pytest.raises(ValueError):
+        load_checkpoint(tmp_path, on_error="ignore")
+
+
+def test_atomic_write_keeps_old_checkpoint_on_failure(tmp_path, monkeypatch):
+    save_checkpoint(tmp_path, {"x": torch.ones(3)}, epoch=1)
+    real_save = torch.save
+
+    def failing_save(obj, f, *args, **kwargs):
+        f.write(b"partial data")  # as if the process died mid-write
+        raise OSError("disk full")
+
+    monkeypatch.setattr(torch, "save", failing_save)
+    with pytest.raises(OSError, match="disk full"):
+        save_checkpoint(tmp_path, {"x": torch.zeros(3)}, epoch=2)
+    monkeypatch.setattr(torch, "save", real_save)
+    # no temporary file left behind, old checkpoint intact
+    assert _files(tmp_path) == [CHECKPOINT_FILENAME]
+    ckpt = load_checkpoint(tmp_path)
+    assert ckpt.epoch == 1 and torch.equal(ckpt.state["x"], torch.ones(3))
+
+
+def test_orphan_temp_file_is_ignored(tmp_path):
+    # a process killed (SIGKILL) during save leaves its temp file: loading ignores it
+    save_checkpoint(tmp_path, {"x": 1}, epoch=5)
+    (tmp_path / f".{CHECKPOINT_FILENAME}.abc123.tmp").write_bytes(b"half a file")
+    assert load_checkpoint(tmp_path).epoch == 5
+
+
+def test_rng_state_round_trip(tmp_path):
+    torch.manual_seed(1)
+    np.random.seed(2)
+    random.seed(3)
+    np.random.normal()  # make numpy hold a cached gaussian
+    random.gauss(0, 1)
+    save_checkpoint(tmp_path, {"rng": get_rng_state()}, epoch=1)
+    expected = (
+        torch.rand(5),
+        np.random.normal(size=5),
+        random.random(),
+        random.gauss(0, 1),
+    )
+    torch.manual_seed(99)
+    np.random.seed(99)
+    random.seed(99)
+    set_rng_state(load_checkpoint(tmp_path).state["rng"])  # weights_only load
+    got = (torch.rand(5), np.random.normal(size=5), random.random(), random.gauss(0, 1))
+    assert torch.equal(expected[0], got[0])
+    assert np.array_equal(expected[1], got[1])
+    assert expected[2:] == got[2:]
+
+
+def _make(seed=0, width=8):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(4, width),
+        torch.nn.ReLU(),
+        torch.nn.Dropout(0.3),
+        torch.nn.Linear(width, 3),
+    )
+    opt = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=1e-3)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=10)
+    return model, opt, sched
+
+
+def _epoch(model, opt, sched, x, y):
+    model.train()
+    perm = torch.randperm(len(x))  # uses the global torch RNG, like dropout
+    for i in range(0, len(x), 8):
+        idx = perm[i : i + 8]
+        loss = torch.nn.functional.cross_entropy(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    sched.step()
+
+
+def test_training_state_resume_is_bit_exact(tmp_path):
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(40, 4, generator=g), torch.randint(0, 3, (40,), generator=g)
+    # uninterrupted: 4 epochs
+    model, opt, sched = _make()
+    for _ in range(4):
+        _epoch(model, opt, sched, x, y)
+    reference = [p.detach().clone() for p in model.parameters()]
+    # 2 epochs, checkpoint, fresh objects (other seed), restore, 2 more epochs
+    model, opt, sched = _make()
+    for _ in range(2):
+        _epoch(model, opt, sched, x, y)
+    save_checkpoint(
+        tmp_path, capture_training_state(model, opt, sched, extra={"best": 0.5}), 2
+    )
+    torch.manual_seed(12345)
+    model, opt, sched = _make(seed=7)
+    ckpt = load_checkpoint(tmp_path)
+    extra = restore_training_state(ckpt.state, model, opt, sched, path=ckpt.path)
+    assert extra == {"best": 0.5}
+    assert sched.last_epoch == 2
+    for _ in range(2):
+        _epoch(model, opt, sched, x, y)
+    assert all(torch.equal(a, b) for a, b in zip(reference, model.parameters()))
+
+
+def test_restore_is_strict(tmp_path):
+    model, opt, sched = _make(width=8)
+    state = capture_training_state(model, opt)
+    other, _, _ = _make(width=16)
+    with pytest.raises(CheckpointError, match="restoring 'model' failed"):
+        restore_training_state(state, model=other, path="/x/checkpoint.pt")
+    with pytest.raises(CheckpointError, match="no 'lr_scheduler' entry"):
+        restore_training_state(state, model, opt, lr_scheduler=sched)
