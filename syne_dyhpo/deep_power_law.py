@@ -8,8 +8,10 @@ from syne_dyhpo.policy import FitSchedule, SurrogatePolicy, ei_at_max_budget
 from syne_dyhpo.scheduler import FreezeThawScheduler
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
 
-#: Default surrogate training schedule of DPL (see :class:`FitSchedule`).
-DPL_SCHEDULE = FitSchedule(refine_every=1)
+#: Default training schedule of DPL's ensemble: refine (20 epochs, warm start) every 5 new
+#: observations instead of after each (``FitSchedule.paper()``), which costs 5x less; the
+#: ensemble is trained from scratch only once, like the authors' code.
+DPL_SCHEDULE = FitSchedule(refine_every=5, refit_growth=float("inf"))
 
 
 class DeepPowerLaw(FreezeThawScheduler):
@@ -20,7 +22,7 @@ class DeepPowerLaw(FreezeThawScheduler):
 
     :param surrogate_config: settings of the ensemble (defaults: the paper's)
     :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
-        :data:`DPL_SCHEDULE`
+        :data:`DPL_SCHEDULE`; ``FitSchedule.paper()`` is the paper's
     """
 
     def __init__(

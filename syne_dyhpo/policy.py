@@ -51,6 +51,11 @@ class FitSchedule:
     refine_every: int = 1
     refit_growth: float = float("inf")
 
+    @classmethod
+    def paper(cls) -> "FitSchedule":
+        """The authors' schedule: refine after every observation, never refit from scratch."""
+        return cls(refine_every=1, refit_growth=float("inf"))
+
     def __post_init__(self):
         if self.refine_every < 1:
             raise ValueError(f"refine_every must be >= 1, got {self.refine_every}")
@@ -67,7 +72,8 @@ def ei_at_next_budget(surrogate: Surrogate, candidates: Candidates, observations
     """DyHPO's multi-fidelity EI: EI at the candidate's next budget against the best score
     observed at that budget (or, if none was observed there, at any budget)."""
     mean, std = surrogate.predict(candidates, candidates.budget)
-    incumbent = per_budget_incumbent(observations.normalizer(observations.best_score_per_budget()), candidates.budget)
+    # incumbent chosen on raw scores (the normaliser floors the -inf of unseen budgets)
+    incumbent = observations.normalizer(per_budget_incumbent(observations.best_score_per_budget(), candidates.budget))
     return expected_improvement(mean, std, incumbent)
 
 

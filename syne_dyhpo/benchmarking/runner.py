@@ -85,7 +85,7 @@ def _bohb(d, cs, configs, seed):
     return TableRestricted(sched, configs)
 
 
-def _ours(class_name: str) -> MethodFactory:
+def _ours(class_name: str, variant: str = "default") -> MethodFactory:
     # Lazy import: the registry must work before these schedulers exist.
     def factory(d, cs, configs, seed):
         try:
@@ -97,9 +97,18 @@ def _ours(class_name: str) -> MethodFactory:
                 f"Method {class_name} is not available: syne_dyhpo.{class_name} "
                 f"cannot be imported ({ex})"
             ) from ex
+        kwargs = {}
+        if variant == "paper":
+            # the papers' surrogate training schedules (slow; see syne_dyhpo.dyhpo / deep_power_law)
+            from syne_dyhpo.policy import FitSchedule
+            from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
+
+            kwargs["fit_schedule"] = FitSchedule.paper()
+            if class_name == "DyHPO":
+                kwargs["surrogate_config"] = DeepKernelGPConfig()
         return cls(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
-            max_t=d.max_t, random_seed=seed, candidate_configs=configs,
+            max_t=d.max_t, random_seed=seed, candidate_configs=configs, **kwargs,
         )
 
     return factory
@@ -110,6 +119,8 @@ register_method("ASHA", _asha)
 register_method("BOHB", _bohb)
 register_method("DyHPO", _ours("DyHPO"))
 register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
+register_method("DyHPO-paper", _ours("DyHPO", "paper"))
+register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 
 
 class TimedScheduler(TrialScheduler):

@@ -52,7 +52,7 @@ class DeepKernelGPConfig:
     :param patience: stop after this many epochs without improving the loss. Defaults to 10
     :param max_fit_points: train the kernel on at most this many observations (a random
         subset drawn per fit; predictions always condition on all of them). An exact-GP
-        training epoch costs O(n^3); None trains on all (paper). Defaults to 256
+        training epoch costs O(n^3); None trains on all (paper). Defaults to None
     """
 
     hidden: int = 64
@@ -62,7 +62,7 @@ class DeepKernelGPConfig:
     max_iterations: int = 1000
     refine_iterations: int = 50
     patience: int = 10
-    max_fit_points: int | None = 256
+    max_fit_points: int | None = None
 
 
 class FeatureExtractor(nn.Module):

@@ -1,0 +1,78 @@
+"""Acquisition functions against hand-computed values."""
+
+import numpy as np
+import pytest
+
+from syne_dyhpo.acquisition import expected_improvement, per_budget_incumbent
+from syne_dyhpo.observations import Candidates, Observations
+from syne_dyhpo.policy import ei_at_max_budget, ei_at_next_budget
+
+
+def test_expected_improvement_closed_form():
+    # mu=1, sigma=1, y*=0.5: z=0.5, EI = 0.5*Phi(0.5) + phi(0.5) = 0.5*0.6914625 + 0.3520653
+    ei = expected_improvement(np.array([1.0, 0.0, 2.0, 0.2]), np.array([1.0, 2.0, 0.0, 0.0]), 0.5)
+    assert ei[0] == pytest.approx(0.5 * 0.6914625 + 0.3520653, abs=1e-6)
+    # mu=0, sigma=2, y*=0.5: z=-0.25, EI = -0.5*Phi(-0.25) + 2*phi(-0.25) = -0.5*0.4012937 + 2*0.3866681
+    assert ei[1] == pytest.approx(-0.5 * 0.4012937 + 2 * 0.3866681, abs=1e-6)
+    assert ei[2] == pytest.approx(1.5)  # no uncertainty: plain improvement
+    assert ei[3] == 0.0
+
+
+def test_per_budget_incumbent():
+    best = np.array([0.2, -np.inf, 0.9, -np.inf])
+    inc = per_budget_incumbent(best, np.array([1, 2, 3, 4]))
+    assert inc.tolist() == [0.2, 0.9, 0.9, 0.9]  # budgets 2 and 4 unseen: best at any budget
+
+
+class FixedSurrogate:
+    """Posterior with known mean/std per candidate, recording the budget it is asked at."""
+
+    def __init__(self, mean, std):
+        self.mean, self.std, self.asked = np.asarray(mean), np.asarray(std), None
+
+    def predict(self, candidates, budget):
+        self.asked = np.asarray(budget)
+        return self.mean, self.std
+
+
+def observations_two_trials():
+    # maximise accuracy: trial 0 reached 0.6 at epoch 1 and 0.8 at epoch 2; trial 1 0.7 at epoch 1
+    obs = Observations(max_t=4, do_minimize=False)
+    for tid in (0, 1):
+        obs.add_trial(tid, {"x": tid}, np.array([float(tid)]))
+    obs.add_result(0, 1, 0.6)
+    obs.add_result(0, 2, 0.8)
+    obs.add_result(1, 1, 0.7)
+    return obs
+
+
+def candidates(budgets):
+    m = len(budgets)
+    return Candidates(np.zeros((m, 1)), np.array(budgets), np.full((m, 4), np.nan), [None] * m, [{}] * m)
+
+
+def test_dyhpo_acquisition_uses_per_budget_incumbent():
+    obs = observations_two_trials()  # normaliser left at identity: z = score
+    sur = FixedSurrogate([0.75, 0.75, 0.75], [0.1, 0.1, 0.1])
+    ei = ei_at_next_budget(sur, candidates([1, 2, 3]), obs)
+    assert sur.asked.tolist() == [1, 2, 3]
+    # incumbents: budget 1 -> 0.7, budget 2 -> 0.8, budget 3 unseen -> 0.8 (best at any budget)
+    expected = expected_improvement(np.full(3, 0.75), np.full(3, 0.1), np.array([0.7, 0.8, 0.8]))
+    assert ei == pytest.approx(expected)
+    assert ei[0] > ei[1] == pytest.approx(ei[2])
+
+
+def test_dyhpo_acquisition_minimising_flips_direction():
+    obs = Observations(max_t=4, do_minimize=True)
+    obs.add_trial(0, {}, np.zeros(1))
+    obs.add_result(0, 1, 2.0)  # loss 2.0 -> score -2.0
+    ei = ei_at_next_budget(FixedSurrogate([-1.0], [1e-9]), candidates([1]), obs)
+    assert ei[0] == pytest.approx(1.0)  # predicted loss 1.0 improves on 2.0 by 1.0
+
+
+def test_dpl_acquisition_at_max_budget_against_best_any_budget():
+    obs = observations_two_trials()
+    sur = FixedSurrogate([0.9, 0.5], [0.0, 0.0])
+    ei = ei_at_max_budget(sur, candidates([1, 2]), obs)
+    assert sur.asked.tolist() == [4, 4]  # predicted at max_t whatever the next budget
+    assert ei == pytest.approx([0.1, 0.0])  # against 0.8, the best at any budget

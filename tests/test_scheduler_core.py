@@ -1,0 +1,229 @@
+"""Decision logic of the freeze-thaw core, driven call by call like Syne Tune's Tuner does."""
+
+import json
+import pickle
+
+import numpy as np
+import pytest
+from syne_tune.config_space import choice, uniform
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+
+from conftest import make_trial
+from syne_dyhpo import DyHPO
+from syne_dyhpo.observations import TrialStatus
+from syne_dyhpo.policy import FitSchedule, SurrogatePolicy
+from syne_dyhpo.scheduler import FreezeThawScheduler
+
+SPACE = {"x": choice([0.0, 0.25, 0.5, 0.75, 1.0]), "c": 7}
+TABLE = [{"x": v} for v in [0.0, 0.25, 0.5, 0.75, 1.0]]
+
+
+class PreferencePolicy(SurrogatePolicy):
+    """Test double: scores candidates by a fixed preference over trial ids / new configs."""
+
+    def __init__(self, prefer):
+        self.prefer = prefer  # callable(trial_id or None, config) -> score
+        self.min_observations = 1
+        self.updates = 0
+
+    def update(self, observations, seed):
+        self.updates += 1
+
+    def score(self, candidates, observations):
+        return np.array([self.prefer(t, c) for t, c in zip(candidates.trial_ids, candidates.configs)], dtype=float)
+
+    def reset(self):
+        pass
+
+    def metadata(self):
+        return {"policy": "preference"}
+
+
+def make(prefer, **kw):
+    kw.setdefault("max_t", 5)
+    kw.setdefault("num_initial_random", 1)
+    return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
+                               candidate_configs=TABLE, random_seed=0, **kw)
+
+
+def start(s, expected_id):
+    sug = s.suggest()
+    assert sug.spawn_new_trial_id
+    trial = make_trial(expected_id, sug.config)
+    s.on_trial_add(trial)
+    return trial
+
+
+def report(s, trial, epoch, value):
+    return s.on_trial_result(trial, {"epoch": epoch, "loss": value})
+
+
+def test_continue_pause_resume_and_stop_at_max_t():
+    # prefer trial 0 strongly once it exists, otherwise new configs
+    s = make(lambda tid, c: 10.0 if tid == 0 else (1.0 if tid is None else 0.0), max_t=3)
+    t0 = start(s, 0)
+    assert t0.config["c"] == 7  # constants are passed to the trial
+    assert report(s, t0, 1, 0.5) == D.CONTINUE
+    assert report(s, t0, 2, 0.4) == D.CONTINUE
+    assert report(s, t0, 3, 0.3) == D.STOP  # max_t reached: stopped, never paused at the end
+    assert s.trial_status(0) is TrialStatus.FINISHED
+    s.on_trial_remove(t0)
+    assert s.trial_status(0) is TrialStatus.FINISHED
+    t1 = start(s, 1)  # a finished trial is never resumed
+    assert t1.config["x"] != t0.config["x"]
+
+
+def test_pause_hands_winner_to_suggest():
+    # paused trials score 0, new configs 1, trial 0 is loved while it runs
+    s = make(lambda tid, c: {0: 5.0}.get(tid, 0.0 if tid is not None else 1.0), num_initial_random=2)
+    t0 = start(s, 0)
+    t1 = start(s, 1)  # second worker: initial random config
+    assert report(s, t0, 1, 0.5) == D.CONTINUE  # trial 0 is the best candidate
+    assert report(s, t1, 1, 0.9) == D.PAUSE  # running trial 0 is no candidate: a new config wins
+    s.on_trial_remove(t1)
+    assert s.trial_status(1) is TrialStatus.PAUSED
+    t2 = start(s, 2)
+    assert t2.config["x"] not in (t0.config["x"], t1.config["x"])
+
+
+def test_resume_is_marked_running_inside_suggest():
+    prefer = {"winner": None}
+    s = make(lambda tid, c: 3.0 if tid == prefer["winner"] else (1.0 if tid is None else 0.0), num_initial_random=2)
+    t0, t1 = start(s, 0), start(s, 1)
+    assert report(s, t0, 1, 0.5) == D.PAUSE  # a new config beats trial 0
+    s.on_trial_remove(t0)
+    start(s, 2)
+    prefer["winner"] = 0
+    assert report(s, t1, 1, 0.4) == D.PAUSE  # paused trial 0 wins
+    s.on_trial_remove(t1)
+    sug = s.suggest()
+    assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 0
+    assert s.trial_status(0) is TrialStatus.RUNNING
+    # back-to-back suggest (several free workers) must not resume trial 0 again
+    sug2 = s.suggest()
+    assert sug2.spawn_new_trial_id and sug2.config["x"] not in [s.observations.trials[i].config["x"] for i in range(3)]
+    # the resumed trial continues after the epoch it was paused on and still wins
+    assert report(s, t0, 2, 0.3) == D.CONTINUE
+    assert s.observations.trials[0].scores == [-0.5, -0.3]
+
+
+def test_report_order_robustness():
+    s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10)
+    t0 = start(s, 0)
+    report(s, t0, 1, 0.9)
+    report(s, t0, 2, 0.8)
+    assert report(s, t0, 2, 0.1) == D.CONTINUE  # repeated epoch ignored
+    assert report(s, t0, 1, 0.0) == D.CONTINUE  # stale epoch ignored
+    report(s, t0, 5, 0.6)  # epochs 3, 4 skipped
+    curve = s.observations.trials[0].scores
+    assert curve[:2] == [-0.9, -0.8] and np.isnan(curve[2]) and np.isnan(curve[3]) and curve[4] == -0.6
+    data = s.observations.training_data()
+    assert sorted(data.budget.tolist()) == [1, 2, 5]  # gaps give no training rows
+    assert report(s, t0, 11, 0.5) == D.STOP  # beyond max_t: stopped, value not recorded
+    assert s.observations.trials[0].last_epoch == 5
+
+
+def test_nan_result_stops_trial_counts_worst_and_tuner_keeps_going():
+    s = make(lambda tid, c: 5.0 if tid == 0 else 1.0, num_initial_random=2)
+    t0, t1 = start(s, 0), start(s, 1)
+    report(s, t1, 1, 0.5)
+    assert report(s, t0, 1, float("nan")) == D.STOP
+    assert s.trial_status(0) is TrialStatus.DIVERGED
+    s.on_trial_remove(t0)
+    assert report(s, t0, 2, 0.1) == D.STOP  # never resumed, late reports ignored for decisions
+    for _ in range(3):  # trial 0 scores highest but is never resumed
+        sug = s.suggest()
+        assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
+    data = s.observations.training_data()
+    assert np.isfinite(data.y).all() and data.y.min() == s.observations.normalizer.floor
+    assert report(s, t1, 2, float("inf")) == D.STOP
+
+
+def test_failed_trial_is_never_resumed_and_keeps_its_data():
+    s = make(lambda tid, c: 5.0 if tid == 0 else 1.0, num_initial_random=2)
+    t0, t1 = start(s, 0), start(s, 1)
+    report(s, t0, 1, 0.2)
+    s.on_trial_error(t0)
+    assert s.trial_status(0) is TrialStatus.FAILED
+    assert s.observations.trials[0].scores == [-0.2]
+    assert report(s, t1, 1, 0.5) in (D.PAUSE, D.CONTINUE)
+    sug = s.suggest()
+    assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
+
+
+def test_budget_step_segments_end_at_max_t():
+    s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=7, budget_step=3)
+    t0 = start(s, 0)
+    policy = s.policy
+    decisions = [report(s, t0, e, 1.0 / e) for e in range(1, 8)]
+    assert decisions == [D.CONTINUE] * 6 + [D.STOP]
+    assert policy.updates == 2  # decisions only at segment ends 3 and 6, epoch 7 = max_t
+
+
+def test_max_resource_attr_segments():
+    prefer = {"winner": 0}
+    s = make(lambda tid, c: 5.0 if tid == prefer["winner"] else 0.0, max_t=7, budget_step=2, max_resource_attr="max_epoch")
+    sug = s.suggest()
+    assert sug.config["max_epoch"] == 2
+    t0 = make_trial(0, sug.config)
+    s.on_trial_add(t0)
+    assert report(s, t0, 1, 0.5) == D.CONTINUE
+    # segment end: the job stops itself, so even the winner is paused and resumed at once
+    assert report(s, t0, 2, 0.4) == D.PAUSE
+    s.on_trial_remove(t0)
+    sug = s.suggest()
+    assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == 4
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="max_t"):
+        make(lambda t, c: 0.0, max_t=0)
+    with pytest.raises(ValueError, match="budget_step"):
+        make(lambda t, c: 0.0, budget_step=0)
+    s = make(lambda t, c: 0.0)
+    t0 = start(s, 0)
+    with pytest.raises(ValueError, match="no 'loss'"):
+        s.on_trial_result(t0, {"epoch": 1, "accuracy": 0.3})
+    with pytest.raises(ValueError, match="no 'epoch'"):
+        s.on_trial_result(t0, {"loss": 0.3})
+    with pytest.raises(ValueError, match="no hyperparameter"):
+        DyHPO({"lr": 0.1}, metric="loss", max_t=5)
+
+
+def test_surrogate_failure_falls_back_without_losing_data():
+    class Exploding(PreferencePolicy):
+        def score(self, candidates, observations):
+            raise RuntimeError("cholesky exploded")
+
+    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidate_configs=TABLE, random_seed=0)
+    t0 = start(s, 0)
+    decision = report(s, t0, 1, 0.5)
+    assert decision in (D.CONTINUE, D.PAUSE)
+    assert s.num_fallbacks == 1 and s.observations.trials[0].scores == [-0.5]
+    s.on_trial_remove(t0)
+    assert s.suggest() is not None
+
+
+def test_metadata_json_and_pickle_after_real_fits():
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1, num_candidates=8)
+    trials = {}
+    for step in range(12):
+        sug = s.suggest()
+        if sug.spawn_new_trial_id:
+            tid = len(trials)
+            trials[tid] = make_trial(tid, sug.config)
+            s.on_trial_add(trials[tid])
+        else:
+            tid = sug.checkpoint_trial_id
+        trial = trials[tid]
+        while True:
+            epoch = s.observations.trials[tid].last_epoch + 1
+            decision = report(s, trial, epoch, trial.config["x"] * (1 - 0.5 / epoch))
+            if decision != D.CONTINUE:
+                s.on_trial_remove(trial)
+                break
+    meta = json.loads(json.dumps(s.metadata()))
+    assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
+    assert meta["policy"]["num_full_fits"] >= 1
+    clone = pickle.loads(pickle.dumps(s))
+    assert clone.observations.num_observations == s.observations.num_observations

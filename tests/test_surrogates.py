@@ -1,0 +1,100 @@
+"""The two surrogates on synthetic learning curves with known structure."""
+
+import numpy as np
+
+from syne_dyhpo.observations import Candidates, Observations
+from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
+from syne_dyhpo.surrogates.power_law import PowerLawEnsemble
+
+
+def saturating_curves(rng, n, max_t):
+    """Accuracy-like curves a(x) - b(x) * t^-c(x), smooth in the config x in [0, 1]^2."""
+    x = rng.rand(n, 2)
+    a = 0.6 + 0.3 * x[:, 0] - 0.2 * (x[:, 1] - 0.5) ** 2
+    b = 0.3 + 0.2 * x[:, 1]
+    c = 0.4 + 0.6 * x[:, 0]
+    t = np.arange(1, max_t + 1)
+    return x, a[:, None] - b[:, None] * t[None, :] ** (-c[:, None])
+
+
+def test_deep_kernel_gp_beats_constant_on_known_curve_family():
+    rng = np.random.RandomState(0)
+    max_t = 20
+    x, curves = saturating_curves(rng, 60, max_t)
+    obs = Observations(max_t=max_t, do_minimize=False)
+    lengths = rng.randint(2, 12, size=40)
+    for tid in range(40):
+        obs.add_trial(tid, {}, x[tid])
+        for e in range(1, lengths[tid] + 1):
+            obs.add_result(tid, e, curves[tid, e - 1])
+    obs.refit_normalizer()
+    data = obs.training_data()
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=300))
+    gp.fit(data, from_scratch=True, seed=0)
+
+    # (1) next epoch of each observed trial, given its curve so far
+    records = list(obs.trials.values())
+    nxt = lengths + 1
+    cands = Candidates(x[:40], nxt, obs.candidate_curves(records), list(range(40)), [{}] * 40)
+    mean, std = gp.predict(cands, nxt)
+    truth = obs.normalizer(curves[np.arange(40), nxt - 1])
+    rmse_gp = np.sqrt(np.mean((mean - truth) ** 2))
+    rmse_const = np.sqrt(np.mean((data.y.mean() - truth) ** 2))
+    assert rmse_gp < 0.3 * rmse_const, (rmse_gp, rmse_const)
+    assert np.all(std > 0)
+
+    # (2) unseen configurations at the first epoch (where DyHPO scores new configs), no curve
+    new = np.arange(40, 60)
+    cands = Candidates(x[new], np.ones(20, dtype=int), np.full((20, max_t), np.nan), [None] * 20, [{}] * 20)
+    mean, _ = gp.predict(cands, np.ones(20, dtype=int))
+    truth = obs.normalizer(curves[new, 0])
+    rmse_gp = np.sqrt(np.mean((mean - truth) ** 2))
+    rmse_const = np.sqrt(np.mean((data.y.mean() - truth) ** 2))
+    assert rmse_gp < 0.6 * rmse_const, (rmse_gp, rmse_const)
+
+
+def test_deep_kernel_gp_refine_and_condition_keep_predicting():
+    rng = np.random.RandomState(1)
+    x, curves = saturating_curves(rng, 10, 10)
+    obs = Observations(max_t=10, do_minimize=False)
+    for tid in range(10):
+        obs.add_trial(tid, {}, x[tid])
+        obs.add_result(tid, 1, curves[tid, 0])
+    obs.refit_normalizer()
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=50, refine_iterations=5))
+    gp.fit(obs.training_data(), from_scratch=True, seed=0)
+    for tid in range(10):
+        obs.add_result(tid, 2, curves[tid, 1])
+    gp.condition(obs.training_data())  # new rows enter the posterior without training
+    records = list(obs.trials.values())
+    cands = Candidates(x, np.full(10, 3), obs.candidate_curves(records), list(range(10)), [{}] * 10)
+    m1, _ = gp.predict(cands, cands.budget)
+    gp.fit(obs.training_data(), from_scratch=False, seed=1)
+    m2, s2 = gp.predict(cands, cands.budget)
+    assert np.all(np.isfinite(m1)) and np.all(np.isfinite(m2)) and np.all(s2 > 0)
+
+
+def test_power_law_ensemble_extrapolates_from_first_epochs():
+    rng = np.random.RandomState(0)
+    max_t, n = 50, 40
+    x = rng.rand(n, 3)
+    alpha = 0.2 + 0.3 * x[:, 0]  # final loss level
+    beta = 0.05 + 0.1 * x[:, 1]
+    gamma = 0.3 + 0.5 * x[:, 2]
+    b = np.arange(1, max_t + 1) / max_t
+    loss = alpha[:, None] + beta[:, None] * b[None, :] ** (-gamma[:, None])
+    obs = Observations(max_t=max_t, do_minimize=True)
+    for tid in range(n):
+        obs.add_trial(tid, {}, x[tid])
+        for e in range(1, 11):
+            obs.add_result(tid, e, loss[tid, e - 1])
+    obs.refit_normalizer()
+    ens = PowerLawEnsemble()
+    ens.fit(obs.training_data(), from_scratch=True, seed=0)
+    cands = Candidates(x, np.full(n, 11), obs.candidate_curves(list(obs.trials.values())), list(range(n)), [{}] * n)
+    mean, std = ens.predict(cands, np.full(n, max_t))
+    truth = obs.normalizer(-loss[:, -1])
+    last_seen = obs.normalizer(-loss[:, 9])
+    closer = np.abs(mean - truth) < np.abs(last_seen - truth)
+    assert closer.mean() >= 0.7, closer.mean()
+    assert np.all(std > 0)  # members disagree somewhat: a real ensemble posterior
