@@ -26,6 +26,7 @@ class TrialStatus(str, Enum):
     DIVERGED = "diverged"  # reported NaN/inf; never resumed
     FAILED = "failed"  # crashed; never resumed
     COMPLETED = "completed"  # ended by itself before max_t; Syne Tune cannot resume it
+    RETIRED = "retired"  # paused, ranked hopeless, checkpoint deleted; never resumed
 
     @property
     def resumable(self) -> bool:

@@ -26,6 +26,10 @@ from syne_tune.optimizer.scheduler import (
     TrialScheduler,
     TrialSuggestion,
 )
+from syne_tune.optimizer.schedulers.remove_checkpoints import (
+    RemoveCheckpointsSchedulerMixin,
+)
+from syne_tune.tuner_callback import TunerCallback
 
 from syne_dyhpo.observations import Candidates, Observations, TrialRecord, TrialStatus
 from syne_dyhpo.policy import SurrogatePolicy
@@ -34,7 +38,7 @@ from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
 logger = logging.getLogger(__name__)
 
 
-class FreezeThawScheduler(TrialScheduler):
+class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     """Pause-and-resume scheduler that gives one budget step at a time to the candidate its
     policy scores best.
 
@@ -58,6 +62,15 @@ class FreezeThawScheduler(TrialScheduler):
         this epoch"; set to the end of the current segment on every start and resume, so a
         real job stops exactly where the scheduler wants (every decision then pauses the
         trial; if it wins again it is resumed at once)
+    :param max_paused_checkpoints: optional cap on the number of paused trials whose
+        checkpoints are kept. After each decision, paused trials beyond the cap with the lowest
+        acquisition values are *retired*: never resumed again, and their checkpoints deleted
+        (with a backend created with ``delete_checkpoints=True``, which also deletes checkpoints
+        of stopped trials). None (default) keeps every paused trial resumable
+    :param restart_on_lost_checkpoint: what to do when a resumed trial reports epoch 1 again
+        (its checkpoint was missing or unreadable and the script started over): False
+        (default) marks it failed and stops it; True keeps its earlier curve as an archived,
+        never-resumed record and lets the trial continue from scratch
     :param random_seed: seed of all randomness (candidate sampling, surrogate training)
     """
 
@@ -74,6 +87,8 @@ class FreezeThawScheduler(TrialScheduler):
         num_initial_random: int = 1,
         candidate_configs: Sequence[dict[str, Any]] | None = None,
         max_resource_attr: str | None = None,
+        max_paused_checkpoints: int | None = None,
+        restart_on_lost_checkpoint: bool = False,
         random_seed: int | None = None,
     ):
         super().__init__(random_seed=random_seed)
@@ -85,6 +100,8 @@ class FreezeThawScheduler(TrialScheduler):
             raise ValueError(f"budget_step must be an integer >= 1, got {budget_step!r}")
         if num_candidates < 1:
             raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        if max_paused_checkpoints is not None and max_paused_checkpoints < 1:
+            raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
         if num_initial_random < 0:
             raise ValueError(f"num_initial_random must be >= 0, got {num_initial_random}")
         self.config_space = config_space
@@ -96,6 +113,8 @@ class FreezeThawScheduler(TrialScheduler):
         self.num_candidates = int(num_candidates)
         self.num_initial_random = int(num_initial_random)
         self.max_resource_attr = max_resource_attr
+        self.max_paused_checkpoints = max_paused_checkpoints
+        self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
         self.policy = policy
         self._encoder = ConfigEncoder(config_space)
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
@@ -105,6 +124,8 @@ class FreezeThawScheduler(TrialScheduler):
         self._rng = np.random.RandomState(self.random_seed)
         self._pending: list[tuple[str, Any]] = []  # decisions waiting for a free worker
         self._observations_at_update = -1
+        self._checkpoints_to_delete: list[int] = []
+        self._resumed: set[int] = set()  # resumed, no new report yet (restart detection)
         self.num_decisions = 0
         self.num_fallbacks = 0
 
@@ -147,6 +168,9 @@ class FreezeThawScheduler(TrialScheduler):
             logger.warning(f"trial_id {trial.trial_id}: {self.time_attr}={epoch} > max_t={self.max_t}; stopping it")
             record.status = TrialStatus.FINISHED
             return SchedulerDecision.STOP
+        if epoch == 1 and record.last_epoch >= 2 and trial.trial_id in self._resumed:
+            return self._on_restart(record, value)
+        self._resumed.discard(trial.trial_id)
         if not self._obs.add_result(trial.trial_id, epoch, value):
             return SchedulerDecision.CONTINUE  # repeated or stale epoch: nothing new
         if not math.isfinite(value):
@@ -162,6 +186,12 @@ class FreezeThawScheduler(TrialScheduler):
         if epoch < record.segment_end:
             return SchedulerDecision.CONTINUE
         choice = self._decide(reporting=record)
+        if record.status is TrialStatus.RETIRED:  # ranked hopeless: will never be resumed
+            if choice is not None and choice[0] == "new":
+                self._pending.append(choice)
+            elif choice is not None:
+                self._pending.append(("resume", choice[1].trial_id))
+            return SchedulerDecision.STOP
         if choice is not None and choice[0] == "resume" and choice[1] is record:
             record.segment_end = min(epoch + self.budget_step, self.max_t)
             if self.max_resource_attr is None:
@@ -192,6 +222,16 @@ class FreezeThawScheduler(TrialScheduler):
             )
             record.status = TrialStatus.FAILED
 
+    def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
+        """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
+        Tuner when the backend has ``delete_checkpoints=True``)."""
+        return None if self.max_paused_checkpoints is None else _RetiredCheckpointRemoval(self)
+
+    def pop_checkpoints_to_delete(self) -> list[int]:
+        """Trial ids retired since the last call: their checkpoints can be deleted."""
+        ids, self._checkpoints_to_delete = self._checkpoints_to_delete, []
+        return ids
+
     def metric_names(self) -> list[str]:
         return [self.metric]
 
@@ -211,6 +251,7 @@ class FreezeThawScheduler(TrialScheduler):
             "num_candidates": self.num_candidates,
             "num_initial_random": self.num_initial_random,
             "max_resource_attr": self.max_resource_attr,
+            "max_paused_checkpoints": self.max_paused_checkpoints,
             "random_seed": int(self.random_seed),
             "num_decisions": self.num_decisions,
             "num_fallbacks": self.num_fallbacks,
@@ -269,6 +310,7 @@ class FreezeThawScheduler(TrialScheduler):
         # Syne Tune sends no callback for a resume: mark it running now (several free workers)
         record.status = TrialStatus.RUNNING
         record.segment_end = self._segment_end(record)
+        self._resumed.add(record.trial_id)
         if self.max_resource_attr is None:
             return TrialSuggestion.resume_suggestion(record.trial_id)
         record.config = self._with_segment(record.config, record.segment_end)
@@ -290,9 +332,46 @@ class FreezeThawScheduler(TrialScheduler):
         scores = self._score(candidates)
         best = np.flatnonzero(scores == scores.max())
         i = int(best[0] if len(best) == 1 else self._rng.choice(best))
+        self._retire_hopeless(records, scores[: len(records)], keep=records[i] if i < len(records) else None)
         if i < len(records):
             return "resume", records[i]
         return "new", new_configs[i - len(records)]
+
+    def _retire_hopeless(self, records: list[TrialRecord], scores: np.ndarray, keep: TrialRecord | None) -> None:
+        """Retires paused trials beyond ``max_paused_checkpoints``, lowest acquisition first."""
+        if self.max_paused_checkpoints is None:
+            return
+        # the reporting trial (still RUNNING) is paused too unless it wins: it counts
+        losers = [(s, r) for s, r in zip(scores, records) if r is not keep]
+        excess = len(losers) + (keep is not None) - self.max_paused_checkpoints
+        for _, record in sorted(losers, key=lambda p: p[0])[: max(excess, 0)]:
+            record.status = TrialStatus.RETIRED
+            self._checkpoints_to_delete.append(record.trial_id)
+            logger.info(f"trial_id {record.trial_id} retired (ranked hopeless); its checkpoint may be deleted")
+
+    def _on_restart(self, record: TrialRecord, value: float) -> str:
+        """A resumed trial reported epoch 1: its checkpoint was lost and it started over."""
+        tid = record.trial_id
+        if not self.restart_on_lost_checkpoint:
+            logger.warning(
+                f"trial_id {tid} was resumed after epoch {record.last_epoch} but reported "
+                f"{self.time_attr}=1: its checkpoint is missing or unreadable. Marked failed "
+                "(pass restart_on_lost_checkpoint=True to restart such trials from scratch)"
+            )
+            record.status = TrialStatus.FAILED
+            return SchedulerDecision.STOP
+        logger.warning(
+            f"trial_id {tid} lost its checkpoint after epoch {record.last_epoch} and restarts from "
+            "scratch; its earlier curve is kept as an archived record"
+        )
+        archive_id = -1 - max([tid] + [-k for k in self._obs.trials if k < 0])
+        archived = self._obs.add_trial(archive_id, record.config, record.encoded)
+        archived.scores, archived.status = record.scores, TrialStatus.FAILED
+        record.scores = []
+        self._resumed.discard(tid)
+        self._obs.add_result(tid, 1, value)
+        record.segment_end = self._segment_end(record)
+        return SchedulerDecision.CONTINUE
 
     def _candidates(self, records: list[TrialRecord], new_configs: list[dict], new_x: np.ndarray) -> Candidates:
         n_new = len(new_configs)
@@ -325,3 +404,19 @@ class FreezeThawScheduler(TrialScheduler):
             self.policy.reset()
             logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
             return self._rng.uniform(size=len(candidates))
+
+
+class _RetiredCheckpointRemoval(TunerCallback):
+    """Deletes the checkpoints of trials the scheduler retired (see ``max_paused_checkpoints``)."""
+
+    def __init__(self, scheduler: FreezeThawScheduler):
+        self._scheduler = scheduler
+        self._backend = None
+
+    def on_tuning_start(self, tuner):
+        self._backend = tuner.trial_backend
+
+    def on_loop_end(self):
+        for trial_id in self._scheduler.pop_checkpoints_to_delete():
+            self._backend.delete_checkpoint(trial_id)
+            logger.info(f"Deleted checkpoint of retired trial_id {trial_id}")

@@ -227,3 +227,52 @@ def test_metadata_json_and_pickle_after_real_fits():
     assert meta["policy"]["num_full_fits"] >= 1
     clone = pickle.loads(pickle.dumps(s))
     assert clone.observations.num_observations == s.observations.num_observations
+
+
+def test_max_paused_checkpoints_retires_lowest_ranked_and_never_resumes_them():
+    # each trial's score is its id; new configs score 100 so every decision pauses the reporter
+    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2)
+    trials = []
+    for tid in range(4):
+        trial = start(s, tid)
+        trials.append(trial)
+        assert report(s, trial, 1, 0.5) == D.PAUSE
+        s.on_trial_remove(trial)
+    # 4 paused trials, cap 2: the two lowest-scored (0, 1) are retired, highest kept
+    status = [s.trial_status(t) for t in range(4)]
+    assert status[:2] == [TrialStatus.RETIRED] * 2 and status[2:] == [TrialStatus.PAUSED] * 2
+    assert sorted(s.pop_checkpoints_to_delete()) == [0, 1]
+    assert s.pop_checkpoints_to_delete() == []
+    assert s.callback_for_checkpoint_removal(None) is not None
+    # the finite table has one config left; after it, only paused 2 and 3 can be resumed
+    start(s, 4)
+    for _ in range(2):
+        sug = s.suggest()
+        assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id in (2, 3)
+
+
+def test_lost_checkpoint_fails_trial_by_default_and_restarts_on_request():
+    for restart in (False, True):
+        prefer = {"winner": 0}
+        s = make(lambda tid, c: 5.0 if tid == prefer["winner"] else (1.0 if tid is None else 0.0), max_t=10,
+                 num_initial_random=2, restart_on_lost_checkpoint=restart)
+        t0, t1 = start(s, 0), start(s, 1)
+        for e in (1, 2, 3):
+            report(s, t0, e, 1.0 / e)
+        prefer["winner"] = 1
+        assert report(s, t0, 4, 0.2) == D.PAUSE  # a new config wins (trial 1 is running)
+        s.on_trial_remove(t0)
+        start(s, 2)
+        prefer["winner"] = 0
+        assert report(s, t1, 1, 0.9) == D.PAUSE
+        s.on_trial_remove(t1)
+        assert s.suggest().checkpoint_trial_id == 0
+        decision = report(s, t0, 1, 0.95)  # the job started over: checkpoint lost
+        if not restart:
+            assert decision == D.STOP and s.trial_status(0) is TrialStatus.FAILED
+            assert len(s.observations.trials[0].scores) == 4  # nothing observed is lost
+        else:
+            assert decision == D.CONTINUE and s.observations.trials[0].scores == [-0.95]
+            archived = [r for k, r in s.observations.trials.items() if k < 0]
+            assert len(archived) == 1 and len(archived[0].scores) == 4
+            assert archived[0].status is TrialStatus.FAILED

@@ -98,3 +98,25 @@ def test_power_law_ensemble_extrapolates_from_first_epochs():
     closer = np.abs(mean - truth) < np.abs(last_seen - truth)
     assert closer.mean() >= 0.7, closer.mean()
     assert np.all(std > 0)  # members disagree somewhat: a real ensemble posterior
+
+
+def test_deep_kernel_gp_posterior_matches_gpytorch():
+    from syne_dyhpo.surrogates.deep_kernel_gp import gpytorch_posterior, model_inputs
+
+    rng = np.random.RandomState(2)
+    x, curves = saturating_curves(rng, 30, 10)
+    obs = Observations(max_t=10, do_minimize=False)
+    for tid in range(30):
+        obs.add_trial(tid, {}, x[tid])
+        for e in range(1, 1 + tid % 6 + 1):
+            obs.add_result(tid, e, curves[tid, e - 1])
+    obs.refit_normalizer()
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=40))
+    gp.fit(obs.training_data(), from_scratch=True, seed=0)
+    records = list(obs.trials.values())
+    budget = np.array([r.last_epoch + 1 for r in records])
+    cands = Candidates(x, budget, obs.candidate_curves(records), list(range(30)), [{}] * 30)
+    mean, std = gp.predict(cands, budget)
+    ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)

@@ -351,6 +351,7 @@ def run_one(
         "simulated_time": float(df["st_tuner_time"].max()) if len(df) else 0.0,
         "final_incumbent": float(traj["incumbent"].iloc[-1]) if len(traj) else None,
         "regret": {str(k): v for k, v in regrets.items()},
+        "scheduler_metadata": scheduler.metadata(),
     }
     tmp = out / (RUN_FILE + ".tmp")
     with open(tmp, "w") as f:
