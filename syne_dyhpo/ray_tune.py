@@ -49,7 +49,7 @@ dependency: ``pip install syne-dyhpo[ray]``.
 from __future__ import annotations
 
 import logging
-import math
+import os
 from datetime import datetime
 from typing import Any, Callable
 
@@ -195,12 +195,19 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         """A Ray ``TuneConfig`` with this scheduler, its searcher, the metric and mode, and no
         trial limit of Ray's own (``num_samples=-1``; ``max_num_trials`` limits them).
 
+        Also sets the environment variable ``TUNE_MAX_PENDING_TRIALS_PG`` (trials Ray starts
+        at once) to ``max_concurrent`` unless it is set already: Ray's default for a custom
+        searcher is 1, which serialises trial starts and resumes.
+
         :param kwargs: further ``TuneConfig`` arguments (e.g. ``time_budget_s``,
             ``reuse_actors``); ``max_concurrent_trials`` is refused
         """
         if kwargs.get("max_concurrent_trials") is not None:
             raise ValueError("Pass max_concurrent to FreezeThawRayScheduler, not max_concurrent_trials to TuneConfig")
         kwargs.setdefault("num_samples", -1)
+        # Ray starts at most TUNE_MAX_PENDING_TRIALS_PG trials (actors) at a time, 1 for custom
+        # searchers: with one-epoch segments, trial starts would then be serialised
+        os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(self.max_concurrent))
         return TuneConfig(
             metric=self.core.metric, mode=self.mode, search_alg=self._searcher, scheduler=self, **kwargs
         )
