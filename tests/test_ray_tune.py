@@ -58,7 +58,7 @@ def trainable(config: dict) -> None:
     penalty = 0.0 if config["opt"] == "good" else 0.5
     for epoch in range(start, config["max_epochs"] + 1):
         began = time.time()
-        time.sleep(0.2)  # "training", long enough for concurrent epochs to overlap measurably
+        time.sleep(0.4)  # "training", long enough for concurrent epochs to overlap measurably
         loss = (config["x"] - 0.3) ** 2 + penalty + 1.0 / epoch
         with open(config["log_path"], "a") as f:
             f.write(f"{trial_id} {epoch} {restored_from} {began} {time.time()}\n")
