@@ -1,0 +1,531 @@
+"""Ray Tune front end of the freeze-thaw schedulers (DyHPO, Deep Power Law).
+
+One implementation of each method, two front ends: the policy logic (surrogate, acquisition,
+config encoding, the decision "resume the best paused trial or start the best new config, one
+budget step at a time") lives in one :class:`~syne_dyhpo.scheduler.FreezeThawScheduler`
+instance (the *core*, e.g. :class:`~syne_dyhpo.DyHPO`). This module only translates Ray Tune
+events into the core's Syne Tune calls:
+
+* :class:`FreezeThawRayScheduler` (a Ray ``TrialScheduler``) forwards every result to the
+  core and returns its CONTINUE / PAUSE / STOP. Whenever a slot is free (fewer than
+  ``max_concurrent`` trials running) it asks the core for the next decision
+  (``core.suggest()``). A resume decision is carried out by ``choose_trial_to_run``, which
+  hands that PAUSED Ray trial back to Ray; Ray restarts it from the checkpoint it saved when
+  it was paused (``ray.tune.get_checkpoint()`` in the trainable).
+* :class:`FreezeThawRaySearcher` (a Ray ``Searcher``, paired with the scheduler) hands out
+  the new configurations the core decided to start, and nothing else. Ray's searchers cannot
+  resume trials and its schedulers cannot create them, hence the pair.
+
+Ray pauses a function trainable right after the report the scheduler answered with PAUSE
+(the trainable blocks in ``ray.tune.report`` until it is told to go on), so no epoch runs
+past a decision and ``max_resource_attr`` is not needed (and not supported) here.
+
+The trainable must report the core's ``metric`` and ``time_attr`` (default ``"epoch"``,
+counting from 1) after every epoch, with a checkpoint, and resume from
+``ray.tune.get_checkpoint()``::
+
+    def train_fn(config):
+        start = 1
+        checkpoint = ray.tune.get_checkpoint()
+        if checkpoint is not None:
+            start = load(checkpoint) + 1  # last epoch done
+        for epoch in range(start, max_epochs + 1):
+            loss = train_one_epoch(...)
+            with tempfile.TemporaryDirectory() as d:
+                save(d, epoch)
+                ray.tune.report({"epoch": epoch, "loss": loss},
+                                checkpoint=ray.tune.Checkpoint.from_directory(d))
+
+    ray_scheduler = ray_dyhpo(config_space, metric="loss", mode="min", max_t=max_epochs,
+                              max_concurrent=4, max_num_trials=50)
+    tuner = ray.tune.Tuner(train_fn, tune_config=ray_scheduler.tune_config())
+    results = tuner.fit()
+
+The config space is a Syne Tune one (``syne_tune.config_space``); Ray search-space domains
+(``ray.tune.uniform`` ...) are converted by :func:`config_space_from_ray`. Ray is an optional
+dependency: ``pip install syne-dyhpo[ray]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime
+from typing import Any, Callable
+
+import numpy as np
+
+try:
+    import ray  # noqa: F401
+    from ray.tune import TuneConfig
+    from ray.tune.experiment import Trial as RayTrial
+    from ray.tune.schedulers import TrialScheduler as RayTrialScheduler
+    from ray.tune.search import Searcher as RaySearcher
+    from ray.tune.search import sample as ray_sample
+except ImportError as _err:  # pragma: no cover - exercised only without ray
+    raise ImportError(
+        "syne_dyhpo.ray_tune needs Ray Tune, an optional dependency: pip install syne-dyhpo[ray] "
+        f"(or pip install 'ray[tune]'). Import failed with: {_err}"
+    ) from _err
+
+from syne_tune import config_space as st_cs
+from syne_tune.backend.trial_status import Trial as SyneTrial
+from syne_tune.optimizer.scheduler import SchedulerDecision
+
+from syne_dyhpo.observations import TrialStatus
+from syne_dyhpo.scheduler import FreezeThawScheduler
+
+logger = logging.getLogger(__name__)
+
+_DECISIONS = {
+    SchedulerDecision.CONTINUE: RayTrialScheduler.CONTINUE,
+    SchedulerDecision.PAUSE: RayTrialScheduler.PAUSE,
+    SchedulerDecision.STOP: RayTrialScheduler.STOP,
+}
+
+
+class _LimitedSampler:
+    """Wraps the core's candidate sampler so that the front end can stop the core from
+    proposing new configurations (trial limit or epoch budget reached) while paused trials
+    can still be resumed."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.allow_new = True
+
+    def propose(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+        if not self.allow_new:
+            return [], np.zeros((0, self.inner.encoder.dim))
+        return self.inner.propose(rng, num)
+
+    def mark_used(self, config: dict[str, Any]) -> None:
+        self.inner.mark_used(config)
+
+    def is_free(self, config: dict[str, Any]) -> bool:
+        return self.allow_new and self.inner.is_free(config)
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":  # not set yet (unpickling): avoid infinite recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+
+class FreezeThawRayScheduler(RayTrialScheduler):
+    """Ray Tune ``TrialScheduler`` running a freeze-thaw method (DyHPO, Deep Power Law) whose
+    decisions are made by a Syne Tune :class:`~syne_dyhpo.scheduler.FreezeThawScheduler`.
+
+    Use it together with its paired searcher (:attr:`searcher`), most simply through
+    :meth:`tune_config`. Do not set ``max_concurrent_trials`` in Ray's ``TuneConfig``: Ray's
+    ``ConcurrencyLimiter`` counts paused trials as live and would block new configurations;
+    use ``max_concurrent`` here instead.
+
+    :param scheduler: the core, e.g. :class:`~syne_dyhpo.DyHPO` (without ``max_resource_attr``).
+        All policy decisions are its own; this class only translates events
+    :param max_concurrent: most trials running at once; set it to the number of trials that
+        fit on the cluster at once. Defaults to 2
+    :param max_num_trials: most configurations started (each can be paused and resumed many
+        times). None: no limit (then set ``max_total_epochs``, or the run only ends when every
+        trial reached ``max_t``, which never happens on a continuous space)
+    :param max_total_epochs: budget of the whole run in epochs (budget units) summed over all
+        trials; once reached, running trials are stopped and paused ones are not resumed. Up
+        to ``max_concurrent - 1`` epochs more may be reported by trials running at that time.
+        None: no limit
+    """
+
+    def __init__(
+        self,
+        scheduler: FreezeThawScheduler,
+        max_concurrent: int = 2,
+        max_num_trials: int | None = None,
+        max_total_epochs: int | None = None,
+    ):
+        super().__init__()
+        if not isinstance(scheduler, FreezeThawScheduler):
+            raise TypeError(f"scheduler must be a FreezeThawScheduler, got {type(scheduler).__name__}")
+        if scheduler.max_resource_attr is not None:
+            raise ValueError(
+                "max_resource_attr is not supported under Ray Tune: Ray pauses a trainable right "
+                "after the report answered with PAUSE, so segments are exact without it"
+            )
+        if int(max_concurrent) != max_concurrent or max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be an integer >= 1, got {max_concurrent!r}")
+        for name, value in (("max_num_trials", max_num_trials), ("max_total_epochs", max_total_epochs)):
+            if value is not None and (int(value) != value or value < 1):
+                raise ValueError(f"{name} must be None or an integer >= 1, got {value!r}")
+        if max_num_trials is None and max_total_epochs is None:
+            logger.warning(
+                "Neither max_num_trials nor max_total_epochs is set: the run ends only when "
+                "Ray stops it (e.g. time_budget_s or a stopper)"
+            )
+        self.core = scheduler
+        self.max_concurrent = int(max_concurrent)
+        self.max_num_trials = max_num_trials
+        self.max_total_epochs = max_total_epochs
+        self._metric = scheduler.metric
+        self._sampler = _LimitedSampler(scheduler._sampler)
+        scheduler._sampler = self._sampler  # the core now asks us before proposing new configs
+        self._int_id: dict[str, int] = {}  # Ray trial id -> core trial id
+        self._ray_id: dict[int, str] = {}
+        self._stubs: dict[int, SyneTrial] = {}
+        self._new_configs: list[dict[str, Any]] = []  # decided by the core, not yet handed to Ray
+        self._handed_out: dict[str, dict[str, Any]] = {}  # Ray trial id -> config we suggested
+        self._to_resume: list[int] = []  # resume decisions not yet carried out by Ray
+        self._pausing: set[int] = set()  # answered PAUSE, Ray may still be saving
+        self._paused_at: dict[int, int] = {}  # last epoch reported before the latest pause
+        self._pool_exhausted = False
+        self._budget_stop_done = False
+        self._searcher = FreezeThawRaySearcher(self)
+        self.num_pauses = 0
+        self.num_resumes = 0
+        #: (trial id, epoch it was paused after, first epoch reported after the resume)
+        self.resume_log: list[tuple[int, int, int]] = []
+
+    # ----- pairing with Ray Tune -------------------------------------------------------------
+
+    @property
+    def searcher(self) -> FreezeThawRaySearcher:
+        """The paired Ray ``Searcher``: pass it as ``search_alg`` together with this scheduler."""
+        return self._searcher
+
+    @property
+    def mode(self) -> str:
+        return self.core.metric_mode()
+
+    def tune_config(self, **kwargs: Any) -> TuneConfig:
+        """A Ray ``TuneConfig`` with this scheduler, its searcher, the metric and mode, and no
+        trial limit of Ray's own (``num_samples=-1``; ``max_num_trials`` limits them).
+
+        Also sets the environment variable ``TUNE_MAX_PENDING_TRIALS_PG`` (trials Ray starts
+        at once) to ``max_concurrent`` unless it is set already: Ray's default for a custom
+        searcher is 1, which serialises trial starts and resumes.
+
+        :param kwargs: further ``TuneConfig`` arguments (e.g. ``time_budget_s``,
+            ``reuse_actors``); ``max_concurrent_trials`` is refused
+        """
+        if kwargs.get("max_concurrent_trials") is not None:
+            raise ValueError("Pass max_concurrent to FreezeThawRayScheduler, not max_concurrent_trials to TuneConfig")
+        kwargs.setdefault("num_samples", -1)
+        # Ray starts at most TUNE_MAX_PENDING_TRIALS_PG trials (actors) at a time, 1 for custom
+        # searchers: with one-epoch segments, trial starts would then be serialised
+        os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(self.max_concurrent))
+        return TuneConfig(
+            metric=self.core.metric, mode=self.mode, search_alg=self._searcher, scheduler=self, **kwargs
+        )
+
+    def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
+        _check_metric_mode(self.core, metric, mode)
+        return True
+
+    # ----- Ray TrialScheduler callbacks --------------------------------------------------------
+
+    def on_trial_add(self, tune_controller: Any, trial: RayTrial) -> None:
+        if trial.trial_id in self._int_id:
+            return
+        config = self._handed_out.pop(trial.trial_id, None)
+        if config is None:  # not suggested by us (e.g. a restored experiment): adopt it
+            config = {k: v for k, v in trial.config.items() if k in self.core.config_space}
+        int_id = len(self._int_id)
+        self._int_id[trial.trial_id] = int_id
+        self._ray_id[int_id] = trial.trial_id
+        self._stubs[int_id] = SyneTrial(trial_id=int_id, config=dict(config), creation_time=datetime.now())
+        self.core.on_trial_add(self._stubs[int_id])
+
+    def on_trial_result(self, tune_controller: Any, trial: RayTrial, result: dict[str, Any]) -> str:
+        if trial.trial_id not in self._int_id:
+            self.on_trial_add(tune_controller, trial)
+        int_id = self._int_id[trial.trial_id]
+        if int_id in self._paused_at and self.core.time_attr in result:
+            self.resume_log.append((int_id, self._paused_at.pop(int_id), int(result[self.core.time_attr])))
+            self.num_resumes += 1
+        decision = _DECISIONS[self.core.on_trial_result(self._stubs[int_id], result)]
+        if self._budget_spent() and decision != RayTrialScheduler.STOP:
+            decision = RayTrialScheduler.STOP
+        if decision == RayTrialScheduler.PAUSE:
+            self.num_pauses += 1
+            self._pausing.add(int_id)
+            self._paused_at[int_id] = self.core.observations.trials[int_id].last_epoch
+        return decision
+
+    def on_trial_complete(self, tune_controller: Any, trial: RayTrial, result: dict[str, Any]) -> None:
+        int_id = self._int_id.get(trial.trial_id)
+        if int_id is not None:
+            self.core.on_trial_complete(self._stubs[int_id], result)
+            self._forget_resume(int_id)
+
+    def on_trial_error(self, tune_controller: Any, trial: RayTrial) -> None:
+        int_id = self._int_id.get(trial.trial_id)
+        if int_id is not None:
+            self.core.on_trial_error(self._stubs[int_id])
+            self._forget_resume(int_id)
+
+    def on_trial_remove(self, tune_controller: Any, trial: RayTrial) -> None:
+        # a PAUSED or PENDING trial was stopped (by us at the end of the budget, or by Ray)
+        int_id = self._int_id.get(trial.trial_id)
+        if int_id is not None:
+            record = self.core.observations.trials.get(int_id)
+            if record is not None and record.status in (TrialStatus.RUNNING, TrialStatus.PAUSED):
+                record.status = TrialStatus.COMPLETED  # Ray will never run it again
+            self._forget_resume(int_id)
+
+    def choose_trial_to_run(self, tune_controller: Any) -> RayTrial | None:
+        if self._budget_spent():
+            self._stop_paused_trials(tune_controller)
+            return None
+        self.make_decisions()
+        for int_id in list(self._to_resume):
+            trial = tune_controller.get_trial(self._ray_id[int_id])
+            status = None if trial is None else trial.status
+            if status == RayTrial.PAUSED:
+                self._pausing.discard(int_id)
+                return trial
+            if status == RayTrial.PENDING and int_id not in self._pausing:
+                return trial  # staged by Ray, waiting for resources (choose must be idempotent)
+            if status == RayTrial.RUNNING and int_id in self._pausing:
+                continue  # still saving the checkpoint of its pause; resume it afterwards
+            self._to_resume.remove(int_id)
+            if status != RayTrial.RUNNING:  # ended meanwhile: never resumable again
+                record = self.core.observations.trials[int_id]
+                if record.status is TrialStatus.RUNNING:
+                    record.status = TrialStatus.COMPLETED
+        return None
+
+    def debug_string(self) -> str:
+        counts = self.core.observations.metadata()["status_counts"]
+        return (
+            f"{type(self.core).__name__} (freeze-thaw): {len(self._int_id)} trials {counts}, "
+            f"{self.num_pauses} pauses, {self.num_resumes} resumes, "
+            f"{self.core.observations.num_observations} epochs, best {self.core.metric}="
+            f"{self.core.observations.best_value()}"
+        )
+
+    # ----- decisions ---------------------------------------------------------------------------
+
+    def make_decisions(self) -> None:
+        """Asks the core for decisions while a slot is free: each is either a new
+        configuration (queued for the searcher) or a paused trial to resume (carried out by
+        :meth:`choose_trial_to_run`). Called by Ray through the searcher and the scheduler."""
+        if self._budget_spent():
+            return
+        while self._free_slots() > 0:
+            self._sampler.allow_new = self._may_start_new()
+            suggestion = self.core.suggest()
+            if suggestion is None:
+                if self._sampler.allow_new:
+                    self._pool_exhausted = True  # finite candidate set used up
+                return
+            if suggestion.spawn_new_trial_id:
+                if self._sampler.allow_new:  # else: an outdated queued decision of the core
+                    self._new_configs.append(dict(suggestion.config))
+            else:
+                self._to_resume.append(int(suggestion.checkpoint_trial_id))
+
+    def next_new_config(self, ray_trial_id: str) -> dict[str, Any] | str | None:
+        """The searcher's answer: a new configuration, ``Searcher.FINISHED`` if no new
+        configuration will ever be started again, or None (not now)."""
+        self.make_decisions()
+        if self._new_configs:
+            config = self._new_configs.pop(0)
+            self._handed_out[ray_trial_id] = config
+            return dict(config)
+        if self._budget_spent() or not self._may_start_new() or self._pool_exhausted:
+            return RaySearcher.FINISHED
+        return None
+
+    def _num_running(self) -> int:
+        return sum(r.status is TrialStatus.RUNNING for r in self.core.observations.trials.values())
+
+    def _free_slots(self) -> int:
+        busy = self._num_running() + len(self._new_configs)
+        free = self.max_concurrent - busy
+        if self.max_total_epochs is not None:  # every running trial will use >= 1 more epoch
+            free = min(free, self.max_total_epochs - self.core.observations.num_observations - busy)
+        return free
+
+    def _may_start_new(self) -> bool:
+        if self._pool_exhausted:
+            return False
+        return self.max_num_trials is None or len(self._int_id) + len(self._new_configs) < self.max_num_trials
+
+    def _budget_spent(self) -> bool:
+        return self.max_total_epochs is not None and self.core.observations.num_observations >= self.max_total_epochs
+
+    def _forget_resume(self, int_id: int) -> None:
+        if int_id in self._to_resume:
+            self._to_resume.remove(int_id)
+        self._pausing.discard(int_id)
+        self._paused_at.pop(int_id, None)
+
+    def _stop_paused_trials(self, tune_controller: Any) -> None:
+        if self._budget_stop_done:
+            return
+        self._budget_stop_done = True
+        self._new_configs.clear()
+        for int_id, ray_id in self._ray_id.items():
+            trial = tune_controller.get_trial(ray_id)
+            if trial is not None and trial.status in (RayTrial.PAUSED, RayTrial.PENDING):
+                logger.info(f"Epoch budget spent: stopping paused trial {ray_id}")
+                tune_controller.stop_trial(trial)
+
+    # ----- results -----------------------------------------------------------------------------
+
+    def best_trial(self) -> tuple[str, dict[str, Any], float] | None:
+        """(Ray trial id, config, best metric value over its epochs) of the best trial seen,
+        or None before the first finite result."""
+        best = None
+        obs = self.core.observations
+        for int_id, record in obs.trials.items():
+            scores = np.asarray(record.scores, dtype=float)
+            scores = scores[np.isfinite(scores)]
+            if len(scores) and (best is None or scores.max() > best[0]):
+                best = (float(scores.max()), int_id)
+        if best is None:
+            return None
+        value = best[0] if not self.core.do_minimize else -best[0]
+        int_id = best[1]
+        return self._ray_id[int_id], dict(obs.trials[int_id].config), value
+
+    def ray_trial_id(self, core_trial_id: int) -> str:
+        """The Ray trial id of a core (integer) trial id."""
+        return self._ray_id[core_trial_id]
+
+
+class FreezeThawRaySearcher(RaySearcher):
+    """Ray Tune ``Searcher`` paired with a :class:`FreezeThawRayScheduler`: suggests exactly
+    the new configurations the scheduler's core decided to start. Create it through
+    :attr:`FreezeThawRayScheduler.searcher`.
+
+    :param scheduler: the paired scheduler
+    """
+
+    def __init__(self, scheduler: FreezeThawRayScheduler):
+        super().__init__(metric=scheduler.core.metric, mode=scheduler.mode)
+        self.scheduler = scheduler
+
+    def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
+        _check_metric_mode(self.scheduler.core, metric, mode)
+        unresolved = [k for k, v in (config or {}).items() if isinstance(v, ray_sample.Domain)]
+        if unresolved:
+            raise ValueError(
+                f"param_space has search-space domains {unresolved}: the freeze-thaw searcher samples "
+                "only from its own config space; pass them there (config_space_from_ray converts Ray "
+                "domains) and keep only constants in param_space"
+            )
+        return True
+
+    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
+        return self.scheduler.next_new_config(trial_id)
+
+    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
+        pass  # the scheduler receives the same event
+
+
+def _check_metric_mode(core: FreezeThawScheduler, metric: str | None, mode: str | None) -> None:
+    if metric is not None and metric != core.metric:
+        raise ValueError(f"TuneConfig metric '{metric}' differs from the scheduler's metric '{core.metric}'")
+    if mode is not None and mode != core.metric_mode():
+        raise ValueError(f"TuneConfig mode '{mode}' differs from the scheduler's mode '{core.metric_mode()}'")
+
+
+# ----- construction helpers ----------------------------------------------------------------------
+
+
+def config_space_from_ray(space: dict[str, Any]) -> dict[str, Any]:
+    """Converts a (flat) Ray Tune search space to a Syne Tune config space: ``uniform``,
+    ``loguniform``, ``randint`` (upper bound exclusive in Ray), ``lograndint``, ``choice``;
+    non-domain values stay constants. Quantized and custom-sampled domains are refused.
+
+    :param space: Ray Tune search space, e.g. ``{"lr": tune.loguniform(1e-4, 1e-1)}``
+    :return: equivalent Syne Tune config space
+    """
+    out: dict[str, Any] = {}
+    for name, dom in space.items():
+        if not isinstance(dom, ray_sample.Domain):
+            out[name] = dom
+            continue
+        sampler = dom.get_sampler()
+        if isinstance(sampler, ray_sample.Quantized) or not isinstance(
+            dom, (ray_sample.Float, ray_sample.Integer, ray_sample.Categorical)
+        ):
+            raise ValueError(f"'{name}': unsupported Ray domain {dom!r} (use uniform/loguniform/randint/choice)")
+        log = isinstance(sampler, ray_sample.LogUniform)
+        if isinstance(dom, ray_sample.Categorical):
+            out[name] = st_cs.choice(list(dom.categories))
+        elif isinstance(dom, ray_sample.Integer):
+            upper = int(dom.upper) - 1  # Ray's integer upper bound is exclusive
+            out[name] = st_cs.lograndint(int(dom.lower), upper) if log else st_cs.randint(int(dom.lower), upper)
+        elif isinstance(sampler, (ray_sample.Uniform, ray_sample.LogUniform)):
+            out[name] = (st_cs.loguniform if log else st_cs.uniform)(float(dom.lower), float(dom.upper))
+        else:
+            raise ValueError(f"'{name}': unsupported sampler {sampler!r} (normal/custom are not bounded)")
+    return out
+
+
+def _core_class(method: str) -> Callable[..., FreezeThawScheduler]:
+    key = method.lower().replace("-", "_")
+    if key == "dyhpo":
+        from syne_dyhpo.dyhpo import DyHPO
+
+        return DyHPO
+    if key in ("dpl", "deep_power_law", "deeppowerlaw"):
+        import syne_dyhpo
+
+        cls = getattr(syne_dyhpo, "DeepPowerLaw", None)
+        if cls is None:
+            raise ImportError("syne_dyhpo.DeepPowerLaw is not available in this version of syne_dyhpo")
+        return cls
+    raise ValueError(f"Unknown method '{method}': use 'dyhpo' or 'dpl'")
+
+
+def ray_scheduler(
+    method: str,
+    config_space: dict[str, Any],
+    metric: str,
+    mode: str = "min",
+    max_t: int | None = None,
+    max_concurrent: int = 2,
+    max_num_trials: int | None = None,
+    max_total_epochs: int | None = None,
+    **kwargs: Any,
+) -> FreezeThawRayScheduler:
+    """Builds the core of a method and its Ray front end.
+
+    :param method: "dyhpo" (:class:`~syne_dyhpo.DyHPO`) or "dpl" (``DeepPowerLaw``)
+    :param config_space: Syne Tune config space, or a Ray Tune search space (converted with
+        :func:`config_space_from_ray`)
+    :param metric: metric the trainable reports, to optimise
+    :param mode: "min" or "max". Defaults to "min"
+    :param max_t: maximum epochs of a trial (the trainable's own maximum)
+    :param max_concurrent: see :class:`FreezeThawRayScheduler`
+    :param max_num_trials: see :class:`FreezeThawRayScheduler`
+    :param max_total_epochs: see :class:`FreezeThawRayScheduler`
+    :param kwargs: further arguments of the method's constructor (``time_attr``,
+        ``budget_step``, ``num_candidates``, ``random_seed``, surrogate settings, ...)
+    """
+    if mode not in ("min", "max"):
+        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+    if any(isinstance(v, ray_sample.Domain) for v in config_space.values()):
+        config_space = config_space_from_ray(config_space)
+    core = _core_class(method)(config_space, metric, do_minimize=(mode == "min"), max_t=max_t, **kwargs)
+    return FreezeThawRayScheduler(
+        core, max_concurrent=max_concurrent, max_num_trials=max_num_trials, max_total_epochs=max_total_epochs
+    )
+
+
+def ray_dyhpo(config_space: dict[str, Any], metric: str, **kwargs: Any) -> FreezeThawRayScheduler:
+    """DyHPO under Ray Tune; arguments as in :func:`ray_scheduler`."""
+    return ray_scheduler("dyhpo", config_space, metric, **kwargs)
+
+
+def ray_deep_power_law(config_space: dict[str, Any], metric: str, **kwargs: Any) -> FreezeThawRayScheduler:
+    """Deep Power Law under Ray Tune; arguments as in :func:`ray_scheduler`."""
+    return ray_scheduler("dpl", config_space, metric, **kwargs)
+
+
+__all__ = [
+    "FreezeThawRayScheduler",
+    "FreezeThawRaySearcher",
+    "config_space_from_ray",
+    "ray_scheduler",
+    "ray_dyhpo",
+    "ray_deep_power_law",
+]
