@@ -15,8 +15,8 @@ from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfi
 DYHPO_SCHEDULE = FitSchedule(refine_every=10, refit_growth=4.0)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
-#: scratch (paper: 1000 with early stopping) and training on at most 256 observations.
-DYHPO_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=256)
+#: scratch (paper: 1000 with early stopping) and training on at most 128 observations.
+DYHPO_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128)
 
 
 class DyHPO(FreezeThawScheduler):

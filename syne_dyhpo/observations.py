@@ -63,6 +63,8 @@ class TrainingData:
     :param curves: normalised scores at epochs 1..budget-1 per row, NaN elsewhere, shape (n, max_t)
     :param y: normalised score at ``budget``, shape (n,)
     :param max_t: maximum budget
+    :param version: rows are in arrival order; two datasets with the same version agree on
+        their common prefix of rows (surrogates may reuse factorisations of that prefix)
     """
 
     x: np.ndarray
@@ -70,6 +72,7 @@ class TrainingData:
     curves: np.ndarray
     y: np.ndarray
     max_t: int
+    version: int = 0
 
     def __len__(self) -> int:
         return len(self.y)
@@ -135,6 +138,8 @@ class Observations:
         self.trials: dict[int, TrialRecord] = {}
         self.normalizer = Normalizer()
         self.num_observations = 0  # finite or diverged values recorded
+        self._row_log: list[tuple[int, int]] = []  # (trial_id, epoch) in arrival order
+        self.data_version = 0  # bumped when existing rows change (normalisation, archiving)
 
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
         record = TrialRecord(trial_id=trial_id, config=config, encoded=encoded)
@@ -155,7 +160,19 @@ class Observations:
         # -inf marks divergence explicitly (NaN is reserved for gaps)
         record.scores.append(score if np.isfinite(score) else -np.inf)
         self.num_observations += 1
+        self._row_log.append((trial_id, epoch))
         return True
+
+    def archive(self, trial_id: int, archive_id: int) -> TrialRecord:
+        """Moves a trial's curve to a new record ``archive_id`` (status FAILED, never resumed)
+        and empties the trial's curve, e.g. when the trial restarts from scratch."""
+        record = self.trials[trial_id]
+        archived = self.add_trial(archive_id, record.config, record.encoded)
+        archived.scores, archived.status = record.scores, TrialStatus.FAILED
+        record.scores = []
+        self._row_log = [(archive_id if t == trial_id else t, e) for t, e in self._row_log]
+        self.data_version += 1
+        return archived
 
     def all_scores(self) -> np.ndarray:
         if not self.trials:
@@ -165,6 +182,7 @@ class Observations:
     def refit_normalizer(self) -> None:
         """Re-estimates the normalisation; call only when the surrogate is refitted from scratch."""
         self.normalizer.fit(self.all_scores())
+        self.data_version += 1
 
     def best_score(self) -> float:
         """Best score observed at any budget (-inf if none is finite)."""
@@ -194,18 +212,23 @@ class Observations:
         return curves
 
     def training_data(self) -> TrainingData:
-        """One row per reported (trial, epoch): the curve before the epoch and the value at it."""
+        """One row per reported (trial, epoch), in arrival order: the config, the epoch, the
+        curve before the epoch and the value at it."""
         records = [r for r in self.trials.values() if r.last_epoch > 0]
         d = next(iter(self.trials.values())).encoded.shape[0] if self.trials else 0
+        index = {r.trial_id: i for i, r in enumerate(records)}
         full = self._curve_matrix(records)  # raw scores, NaN = gap
-        rows_trial, rows_epoch = np.nonzero(~np.isnan(full))
+        rows_trial = np.array([index[t] for t, _ in self._row_log], dtype=int)
+        rows_epoch = np.array([e - 1 for _, e in self._row_log], dtype=int)
         x = np.stack([r.encoded for r in records])[rows_trial] if records else np.zeros((0, d))
         y = self.normalizer(full[rows_trial, rows_epoch])
         curves = self._normalise_curves(full)[rows_trial]
         # a row for epoch b sees only epochs 1..b-1
         later = np.arange(self.max_t)[None, :] >= rows_epoch[:, None]
         curves[later] = np.nan
-        return TrainingData(x=x, budget=rows_epoch + 1, curves=curves, y=y, max_t=self.max_t)
+        return TrainingData(
+            x=x, budget=rows_epoch + 1, curves=curves, y=y, max_t=self.max_t, version=self.data_version
+        )
 
     def _normalise_curves(self, raw: np.ndarray) -> np.ndarray:
         gaps = np.isnan(raw)

@@ -84,32 +84,6 @@ _DECISIONS = {
 }
 
 
-class _LimitedSampler:
-    """Wraps the core's candidate sampler so that the front end can stop the core from
-    proposing new configurations (trial limit or epoch budget reached) while paused trials
-    can still be resumed."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-        self.allow_new = True
-
-    def propose(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], np.ndarray]:
-        if not self.allow_new:
-            return [], np.zeros((0, self.inner.encoder.dim))
-        return self.inner.propose(rng, num)
-
-    def mark_used(self, config: dict[str, Any]) -> None:
-        self.inner.mark_used(config)
-
-    def is_free(self, config: dict[str, Any]) -> bool:
-        return self.allow_new and self.inner.is_free(config)
-
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":  # not set yet (unpickling): avoid infinite recursion
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-
 class FreezeThawRayScheduler(RayTrialScheduler):
     """Ray Tune ``TrialScheduler`` running a freeze-thaw method (DyHPO, Deep Power Law) whose
     decisions are made by a Syne Tune :class:`~syne_dyhpo.scheduler.FreezeThawScheduler`.
@@ -162,8 +136,6 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         self.max_num_trials = max_num_trials
         self.max_total_epochs = max_total_epochs
         self._metric = scheduler.metric
-        self._sampler = _LimitedSampler(scheduler._sampler)
-        scheduler._sampler = self._sampler  # the core now asks us before proposing new configs
         self._int_id: dict[str, int] = {}  # Ray trial id -> core trial id
         self._ray_id: dict[int, str] = {}
         self._stubs: dict[int, SyneTrial] = {}
@@ -307,14 +279,14 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         if self._budget_spent():
             return
         while self._free_slots() > 0:
-            self._sampler.allow_new = self._may_start_new()
+            self.core.allow_new_trials = self._may_start_new()
             suggestion = self.core.suggest()
             if suggestion is None:
-                if self._sampler.allow_new:
+                if self.core.allow_new_trials:
                     self._pool_exhausted = True  # finite candidate set used up
                 return
             if suggestion.spawn_new_trial_id:
-                if self._sampler.allow_new:  # else: an outdated queued decision of the core
+                if self.core.allow_new_trials:  # else: an outdated queued decision of the core
                     self._new_configs.append(dict(suggestion.config))
             else:
                 self._to_resume.append(int(suggestion.checkpoint_trial_id))

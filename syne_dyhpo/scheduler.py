@@ -125,6 +125,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._pending: list[tuple[str, Any]] = []  # decisions waiting for a free worker
         self._observations_at_update = -1
         self._checkpoints_to_delete: list[int] = []
+        #: front ends (trial limits, e.g. Ray) set this to False to only resume paused trials
+        self.allow_new_trials = True
         self._resumed: set[int] = set()  # resumed, no new report yet (restart detection)
         self.num_decisions = 0
         self.num_fallbacks = 0
@@ -136,7 +138,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             kind, item = self._pending.pop(0)
             if kind == "resume" and self._obs.trials[item].status is TrialStatus.PAUSED:
                 return self._resume(self._obs.trials[item])
-            if kind == "new" and self._sampler.is_free(item):
+            if kind == "new" and self.allow_new_trials and self._sampler.is_free(item):
                 return self._start(item)
         choice = self._decide(reporting=None)
         if choice is None:
@@ -321,7 +323,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         records = [r for r in self._obs.trials.values() if r.status is TrialStatus.PAUSED]
         if reporting is not None:
             records.append(reporting)
-        new_configs, new_x = self._sampler.propose(self._rng, self.num_candidates)
+        if self.allow_new_trials:
+            new_configs, new_x = self._sampler.propose(self._rng, self.num_candidates)
+        else:
+            new_configs, new_x = [], np.zeros((0, self._encoder.dim))
         if not records and not new_configs:
             return None
         self.num_decisions += 1
@@ -364,10 +369,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             f"trial_id {tid} lost its checkpoint after epoch {record.last_epoch} and restarts from "
             "scratch; its earlier curve is kept as an archived record"
         )
-        archive_id = -1 - max([tid] + [-k for k in self._obs.trials if k < 0])
-        archived = self._obs.add_trial(archive_id, record.config, record.encoded)
-        archived.scores, archived.status = record.scores, TrialStatus.FAILED
-        record.scores = []
+        self._obs.archive(tid, archive_id=min([0] + list(self._obs.trials)) - 1)
         self._resumed.discard(tid)
         self._obs.add_result(tid, 1, value)
         record.segment_end = self._segment_end(record)

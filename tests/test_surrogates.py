@@ -120,3 +120,12 @@ def test_deep_kernel_gp_posterior_matches_gpytorch():
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
+    # new rows appended without refitting: the extended Cholesky factor gives the exact posterior
+    for tid in range(0, 30, 3):
+        obs.add_result(tid, obs.trials[tid].last_epoch + 1, curves[tid, obs.trials[tid].last_epoch])
+    gp.condition(obs.training_data())
+    mean, std = gp.predict(cands, budget)
+    ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
+    assert gp._factor_cache[1].shape[0] == len(obs.training_data())

@@ -168,7 +168,16 @@ class DeepKernelGP:
         self._likelihood: gpytorch.likelihoods.GaussianLikelihood | None = None
         self._good_state: dict | None = None  # weights of the last successful fit (rollback)
         self._max_t = 1
+        self._params_version = 0  # bumped whenever weights change
+        self._data_version = -1  # TrainingData.version of the rows the model holds
+        self._factor_cache: tuple | None = None  # ((params, data) versions, features, Cholesky)
         self.num_failures = 0
+
+    def __getstate__(self) -> dict:
+        # the Tuner pickles the scheduler every few seconds: drop the O(n^2) factor cache
+        state = dict(self.__dict__)
+        state["_factor_cache"] = None
+        return state
 
     # -- Surrogate protocol --
 
@@ -195,6 +204,7 @@ class DeepKernelGP:
                 self._build(inputs, targets, data)
                 self._train(self.config.max_iterations)
         self._model.set_train_data(all_inputs, all_targets, strict=False)
+        self._params_version += 1
         self._good_state = copy.deepcopy(self._state())
 
     def condition(self, data: TrainingData) -> None:
@@ -215,6 +225,7 @@ class DeepKernelGP:
 
     def _tensors(self, data: TrainingData) -> tuple[torch.Tensor, torch.Tensor]:
         self._max_t = data.max_t
+        self._data_version = data.version
         return model_inputs(data.x, data.budget, data.curves, data.max_t), torch.from_numpy(np.asarray(data.y, dtype=float))
 
     def _build(self, inputs: torch.Tensor, targets: torch.Tensor, data: TrainingData) -> None:
@@ -252,28 +263,58 @@ class DeepKernelGP:
         """Exact GP posterior of the latent score at ``inputs`` (EI is about the true score,
         not a noisy report), from the model's own gpytorch mean, kernel and likelihood.
 
-        Computed with one Cholesky factorisation; gpytorch's generic prediction path gives the
-        same numbers but factorises twice and runs about 3x slower, and a decision is made
-        after every epoch (see :func:`gpytorch_posterior`, used by the tests to check this).
+        gpytorch's generic prediction path gives the same numbers (see
+        :func:`gpytorch_posterior`, used by the tests) but recomputes the features and the
+        Cholesky factor of all n training rows at every call, and factorises twice. A decision
+        is made after every epoch and, between fits, rows are only appended, so the factor of
+        the known rows is kept and extended by the new ones (O(n^2) per decision, not O(n^3)).
         """
         model, likelihood = self._model, self._likelihood
         model.eval()
         likelihood.eval()
         with torch.no_grad():
-            train_x, train_y = model.train_inputs[0], model.train_targets
-            z = model.extractor(torch.cat([train_x, inputs]).float()).double()
-            z_train, z_test = z[: len(train_x)], z[len(train_x) :]
-            k_train = model.covar_module(z_train).to_dense()
-            k_train.diagonal().add_(likelihood.noise.item())
-            chol = _robust_cholesky(k_train)
+            z_train, chol = self._train_factor()
+            z_test = model.extractor(inputs.float()).double()
             k_cross = model.covar_module(z_test, z_train).to_dense()
             constant = model.mean_module.constant
-            alpha = torch.cholesky_solve((train_y - constant)[:, None], chol)
+            alpha = torch.cholesky_solve((model.train_targets - constant)[:, None], chol)
             mean = constant + (k_cross @ alpha).squeeze(1)
             v = torch.linalg.solve_triangular(chol, k_cross.T, upper=False)
             # RBF: k(x, x) is the outputscale
             variance = model.covar_module.outputscale - (v * v).sum(dim=0)
         return mean.numpy(), variance.clamp_min(1e-12).sqrt().numpy()
+
+    def _train_factor(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features of the training rows and the Cholesky factor of K + noise I, reusing
+        (and extending) the cached ones when only rows were appended since."""
+        model, noise = self._model, self._likelihood.noise.item()
+        train_x = model.train_inputs[0]
+        key = (self._params_version, self._data_version)
+        cache = self._factor_cache
+        if cache is None or cache[0] != key or cache[1].shape[0] > len(train_x):
+            z = model.extractor(train_x.float()).double()
+            k = model.covar_module(z).to_dense()
+            k.diagonal().add_(noise)
+            chol = _robust_cholesky(k)
+        else:
+            _, z_old, chol_old = cache
+            n_old = z_old.shape[0]
+            if n_old == len(train_x):
+                return z_old, chol_old
+            z_new = model.extractor(train_x[n_old:].float()).double()
+            k12 = model.covar_module(z_old, z_new).to_dense()
+            k22 = model.covar_module(z_new).to_dense()
+            k22.diagonal().add_(noise)
+            l21 = torch.linalg.solve_triangular(chol_old, k12, upper=False).T
+            l22 = _robust_cholesky(k22 - l21 @ l21.T)
+            n = len(train_x)
+            chol = torch.zeros(n, n, dtype=torch.float64)
+            chol[:n_old, :n_old] = chol_old
+            chol[n_old:, :n_old] = l21
+            chol[n_old:, n_old:] = l22
+            z = torch.cat([z_old, z_new])
+        self._factor_cache = (key, z, chol)
+        return z, chol
 
     def _state(self) -> dict:
         return {"model": self._model.state_dict()}
@@ -282,3 +323,4 @@ class DeepKernelGP:
         if state is None:
             raise RuntimeError("no successful fit to roll back to")
         self._model.load_state_dict(state["model"], strict=False)
+        self._params_version += 1
