@@ -10,9 +10,9 @@ from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfi
 
 #: Default training schedule of DyHPO's GP. The paper's (``FitSchedule.paper()``: refine
 #: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined every 10 observations and retrained from scratch
+#: authors' code); here the kernel is refined every 15 observations and retrained from scratch
 #: when the data has grown 4-fold, while every decision still conditions the GP on all data.
-DYHPO_SCHEDULE = FitSchedule(refine_every=10, refit_growth=4.0)
+DYHPO_SCHEDULE = FitSchedule(refine_every=15, refit_growth=4.0)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
 #: scratch (paper: 1000 with early stopping) and training on at most 128 observations.

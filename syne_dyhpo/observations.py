@@ -115,9 +115,10 @@ class Normalizer:
         finite = scores[np.isfinite(scores)]
         if len(finite) == 0:
             return
+        # quantiles only: diverged curves (losses of 1e5 and more) must not set the scale
         self.loc = float(np.median(finite))
-        q25, q75 = np.percentile(finite, [25, 75])
-        spread = max((q75 - q25) / 1.349, float(np.std(finite)) * 0.1)
+        q10, q25, q75, q90 = np.percentile(finite, [10, 25, 75, 90])
+        spread = (q75 - q25) / 1.349 or (q90 - q10) / 2.563
         self.scale = max(spread, 1e-3 * max(abs(self.loc), 1e-6), 1e-12)
 
     def __call__(self, scores: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from syne_dyhpo.acquisition import expected_improvement, per_budget_incumbent
+from syne_dyhpo.acquisition import log_expected_improvement, per_budget_incumbent
 from syne_dyhpo.observations import Candidates, Observations, TrainingData
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,8 @@ class FitSchedule:
 
 class Acquisition(Protocol):
     def __call__(self, surrogate: Surrogate, candidates: Candidates, observations: Observations) -> np.ndarray:
-        """Acquisition value per candidate (higher is better)."""
+        """Acquisition value per candidate (higher is better). Both methods return log EI:
+        the argmax of EI, kept informative where EI underflows."""
 
 
 def ei_at_next_budget(surrogate: Surrogate, candidates: Candidates, observations: Observations) -> np.ndarray:
@@ -74,7 +75,7 @@ def ei_at_next_budget(surrogate: Surrogate, candidates: Candidates, observations
     mean, std = surrogate.predict(candidates, candidates.budget)
     # incumbent chosen on raw scores (the normaliser floors the -inf of unseen budgets)
     incumbent = observations.normalizer(per_budget_incumbent(observations.best_score_per_budget(), candidates.budget))
-    return expected_improvement(mean, std, incumbent)
+    return log_expected_improvement(mean, std, incumbent)
 
 
 def ei_at_max_budget(surrogate: Surrogate, candidates: Candidates, observations: Observations) -> np.ndarray:
@@ -82,7 +83,7 @@ def ei_at_max_budget(surrogate: Surrogate, candidates: Candidates, observations:
     observed at any budget."""
     mean, std = surrogate.predict(candidates, np.full(len(candidates), observations.max_t))
     incumbent = observations.normalizer(np.array([observations.best_score()]))[0]
-    return expected_improvement(mean, std, incumbent)
+    return log_expected_improvement(mean, std, incumbent)
 
 
 class SurrogatePolicy:

@@ -395,8 +395,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
                 self.policy.update(self._obs, seed=seed)
                 self._observations_at_update = self._obs.num_observations
             scores = np.asarray(self.policy.score(candidates, self._obs), dtype=float)
-            if scores.shape != (len(candidates),) or not np.all(np.isfinite(scores)):
-                raise FloatingPointError("acquisition returned non-finite scores")
+            if scores.shape != (len(candidates),) or np.any(np.isnan(scores)):
+                raise FloatingPointError("acquisition returned NaN scores")
             return scores
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
             # the surrogate keeps its own rollback state; here we only make sure a decision is

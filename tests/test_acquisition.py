@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from syne_dyhpo.acquisition import expected_improvement, per_budget_incumbent
+from syne_dyhpo.acquisition import expected_improvement, log_expected_improvement, per_budget_incumbent
 from syne_dyhpo.observations import Candidates, Observations
 from syne_dyhpo.policy import ei_at_max_budget, ei_at_next_budget
 
@@ -16,6 +16,19 @@ def test_expected_improvement_closed_form():
     assert ei[1] == pytest.approx(-0.5 * 0.4012937 + 2 * 0.3866681, abs=1e-6)
     assert ei[2] == pytest.approx(1.5)  # no uncertainty: plain improvement
     assert ei[3] == 0.0
+
+
+def test_log_expected_improvement_matches_and_ranks_where_ei_underflows():
+    mean = np.linspace(-3, 3, 61)
+    std = np.full_like(mean, 0.7)
+    np.testing.assert_allclose(log_expected_improvement(mean, std, 0.5), np.log(expected_improvement(mean, std, 0.5)),
+                               rtol=1e-7)
+    far = np.array([-50.0, -40.0, -30.0])  # z = -50, -40: EI underflows to 0
+    assert np.all(expected_improvement(far, np.ones(3), 0.0)[:2] == 0.0)
+    log_ei = log_expected_improvement(far, np.ones(3), 0.0)
+    assert np.all(np.isfinite(log_ei)) and np.all(np.diff(log_ei) > 0)
+    # asymptotics: log EI ~ -z^2/2 - log(sqrt(2 pi)) - 2 log|z| for z -> -inf
+    assert log_ei[0] == pytest.approx(-1250 - 0.5 * np.log(2 * np.pi) - 2 * np.log(50), abs=1e-2)
 
 
 def test_per_budget_incumbent():
@@ -58,7 +71,7 @@ def test_dyhpo_acquisition_uses_per_budget_incumbent():
     assert sur.asked.tolist() == [1, 2, 3]
     # incumbents: budget 1 -> 0.7, budget 2 -> 0.8, budget 3 unseen -> 0.8 (best at any budget)
     expected = expected_improvement(np.full(3, 0.75), np.full(3, 0.1), np.array([0.7, 0.8, 0.8]))
-    assert ei == pytest.approx(expected)
+    assert np.exp(ei) == pytest.approx(expected)  # the acquisition is log EI
     assert ei[0] > ei[1] == pytest.approx(ei[2])
 
 
@@ -67,7 +80,7 @@ def test_dyhpo_acquisition_minimising_flips_direction():
     obs.add_trial(0, {}, np.zeros(1))
     obs.add_result(0, 1, 2.0)  # loss 2.0 -> score -2.0
     ei = ei_at_next_budget(FixedSurrogate([-1.0], [1e-9]), candidates([1]), obs)
-    assert ei[0] == pytest.approx(1.0)  # predicted loss 1.0 improves on 2.0 by 1.0
+    assert np.exp(ei[0]) == pytest.approx(1.0)  # predicted loss 1.0 improves on 2.0 by 1.0
 
 
 def test_dpl_acquisition_at_max_budget_against_best_any_budget():
@@ -75,4 +88,16 @@ def test_dpl_acquisition_at_max_budget_against_best_any_budget():
     sur = FixedSurrogate([0.9, 0.5], [0.0, 0.0])
     ei = ei_at_max_budget(sur, candidates([1, 2]), obs)
     assert sur.asked.tolist() == [4, 4]  # predicted at max_t whatever the next budget
-    assert ei == pytest.approx([0.1, 0.0])  # against 0.8, the best at any budget
+    assert np.exp(ei) == pytest.approx([0.1, 0.0])  # against 0.8, the best at any budget
+
+
+def test_normalizer_is_robust_to_diverged_values():
+    from syne_dyhpo.observations import Normalizer
+
+    losses = np.concatenate([np.linspace(0.3, 0.7, 99), [1e6]])  # one exploded curve
+    norm = Normalizer()
+    norm.fit(-losses)  # scores
+    z = norm(-losses)
+    assert norm.scale == pytest.approx((np.percentile(-losses, 75) - np.percentile(-losses, 25)) / 1.349)
+    assert z[:99].max() - z[:99].min() > 2.0  # good configs stay distinguishable
+    assert z[99] == norm.floor and norm(np.array([np.nan]))[0] == norm.floor

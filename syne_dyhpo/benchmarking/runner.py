@@ -103,9 +103,11 @@ def _ours(class_name: str, variant: str = "default") -> MethodFactory:
             from syne_dyhpo.policy import FitSchedule
             from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
 
+            from syne_dyhpo.surrogates.power_law import PowerLawConfig
+
             kwargs["fit_schedule"] = FitSchedule.paper()
-            if class_name == "DyHPO":
-                kwargs["surrogate_config"] = DeepKernelGPConfig()
+            paper_config = {"DyHPO": DeepKernelGPConfig, "DeepPowerLaw": PowerLawConfig}[class_name]
+            kwargs["surrogate_config"] = paper_config()
         return cls(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
             max_t=d.max_t, random_seed=seed, candidate_configs=configs, **kwargs,

@@ -53,6 +53,9 @@ class DeepKernelGPConfig:
     :param max_fit_points: train the kernel on at most this many observations (a random
         subset drawn per fit; predictions always condition on all of them). An exact-GP
         training epoch costs O(n^3); None trains on all (paper). Defaults to None
+    :param predict_noisy: EI uses the predictive distribution of an observation (latent
+        variance + noise variance), as the authors' code does (``likelihood(model(x))``);
+        False uses the latent function's. Defaults to True
     """
 
     hidden: int = 64
@@ -63,6 +66,7 @@ class DeepKernelGPConfig:
     refine_iterations: int = 50
     patience: int = 10
     max_fit_points: int | None = None
+    predict_noisy: bool = True
 
 
 class FeatureExtractor(nn.Module):
@@ -153,6 +157,8 @@ def gpytorch_posterior(surrogate: "DeepKernelGP", inputs: torch.Tensor) -> tuple
     surrogate._likelihood.eval()
     with torch.no_grad(), _Settings():
         posterior = model(inputs)
+        if surrogate.config.predict_noisy:
+            posterior = surrogate._likelihood(posterior)
         return posterior.mean.numpy(), posterior.variance.clamp_min(1e-12).sqrt().numpy()
 
 
@@ -260,8 +266,9 @@ class DeepKernelGP:
             self._load_state(best_state)
 
     def _predict(self, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-        """Exact GP posterior of the latent score at ``inputs`` (EI is about the true score,
-        not a noisy report), from the model's own gpytorch mean, kernel and likelihood.
+        """Exact GP posterior predictive at ``inputs`` (of an observation, or of the latent
+        score if ``predict_noisy`` is False), from the model's gpytorch mean, kernel and
+        likelihood.
 
         gpytorch's generic prediction path gives the same numbers (see
         :func:`gpytorch_posterior`, used by the tests) but recomputes the features and the
@@ -282,6 +289,8 @@ class DeepKernelGP:
             v = torch.linalg.solve_triangular(chol, k_cross.T, upper=False)
             # RBF: k(x, x) is the outputscale
             variance = model.covar_module.outputscale - (v * v).sum(dim=0)
+            if self.config.predict_noisy:
+                variance = variance + likelihood.noise.item()
         return mean.numpy(), variance.clamp_min(1e-12).sqrt().numpy()
 
     def _train_factor(self) -> tuple[torch.Tensor, torch.Tensor]:

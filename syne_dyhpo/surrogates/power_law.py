@@ -38,6 +38,8 @@ class PowerLawConfig:
     :param fit_epochs: epochs of a fit from scratch. Defaults to 250
     :param refine_epochs: epochs of a warm-started refinement. Defaults to 20
     :param loss: "mse" (paper) or "l1" (authors' code, more robust to outliers)
+    :param max_refine_steps: cap on the minibatch steps of one refinement; 20 epochs over
+        1000 observations are 320 steps per decision. None: no cap (paper). Defaults to None
     """
 
     num_members: int = 5
@@ -47,6 +49,7 @@ class PowerLawConfig:
     fit_epochs: int = 250
     refine_epochs: int = 20
     loss: str = "mse"
+    max_refine_steps: int | None = None
 
     def __post_init__(self):
         if self.loss not in ("mse", "l1"):
@@ -122,10 +125,15 @@ class PowerLawEnsemble:
         loss_fn = nn.functional.mse_loss if cfg.loss == "mse" else nn.functional.l1_loss
         self._nets.train()
         m = cfg.num_members
+        steps_left = cfg.max_refine_steps if (not from_scratch and cfg.max_refine_steps) else None
         for _ in range(epochs):
             # each member sees its own shuffling of the data
             order = torch.argsort(torch.rand(m, n, generator=generator), dim=1)
             for start in range(0, n, cfg.batch_size):
+                if steps_left is not None:
+                    if steps_left == 0:
+                        return
+                    steps_left -= 1
                 idx = order[:, start : start + cfg.batch_size]
                 self._optimizer.zero_grad()
                 pred = self._nets(x[idx], b[idx])
