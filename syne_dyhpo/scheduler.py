@@ -370,7 +370,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record.scores = []
         self._resumed.discard(tid)
         self._obs.add_result(tid, 1, value)
-        record.segment_end = self._segment_end(record)
+        if self.max_resource_attr is None:
+            record.segment_end = self._segment_end(record)
+        # else: the restarted job still runs to the segment end in its config (set by
+        # _resume) and stops itself there; pausing it earlier would kill it past its report
+        # and leave a checkpoint ahead of what was seen, so the next resume would find
+        # nothing to do and the trial would end as "completed"
         return SchedulerDecision.CONTINUE
 
     def _candidates(self, records: list[TrialRecord], new_configs: list[dict], new_x: np.ndarray) -> Candidates:
