@@ -168,7 +168,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             logger.warning(f"trial_id {trial.trial_id}: {self.time_attr}={epoch} > max_t={self.max_t}; stopping it")
             record.status = TrialStatus.FINISHED
             return SchedulerDecision.STOP
-        if epoch == 1 and record.last_epoch >= 2 and trial.trial_id in self._resumed:
+        if epoch == 1 and record.last_epoch >= 1 and trial.trial_id in self._resumed:
             return self._on_restart(record, value)
         self._resumed.discard(trial.trial_id)
         if not self._obs.add_result(trial.trial_id, epoch, value):

@@ -302,3 +302,30 @@ def test_lost_checkpoint_restart_with_max_resource_attr_runs_to_configured_segme
     sug = s.suggest()
     assert sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == 4
     assert s.observations.trials[0].scores == [-0.9, -0.8, -0.7]
+
+
+def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
+    # A trial paused after its first epoch whose resumed job lost the checkpoint reports epoch 1
+    # again: that is a restart (with max_resource_attr no stale epoch-1 line can arrive after
+    # a resume), not a repeated report to ignore while epoch 2 of the new run is taken as the
+    # continuation of the old curve.
+    for restart in (False, True):
+        s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
+                 restart_on_lost_checkpoint=restart)
+        sug = s.suggest()
+        t0 = make_trial(0, sug.config)
+        s.on_trial_add(t0)
+        assert report(s, t0, 1, 0.5) == D.PAUSE
+        s.on_trial_remove(t0)
+        sug = s.suggest()
+        assert sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == 2
+        t0 = make_trial(0, sug.config)
+        decision = report(s, t0, 1, 0.6)  # the job started over
+        if not restart:
+            assert decision == D.STOP and s.trial_status(0) is TrialStatus.FAILED
+            assert s.observations.trials[0].scores == [-0.5]
+        else:
+            assert decision == D.CONTINUE and s.observations.trials[0].scores == [-0.6]
+            assert [r.scores for k, r in s.observations.trials.items() if k < 0] == [[-0.5]]
+            assert report(s, t0, 2, 0.4) == D.PAUSE  # the job's segment end
+            assert s.observations.trials[0].scores == [-0.6, -0.4]
