@@ -258,7 +258,15 @@ def summary_lines(tr: TuningRun) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (0 if a best config was found)."""
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    # importing syne_tune configured the root logger (WARNING): show our own INFO lines
+    # (retired trials, deleted checkpoints, failed/restarted trials) without Syne Tune's
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("syne_dyhpo", "tune_local"):
+        named = logging.getLogger(name)
+        named.setLevel(logging.INFO)
+        named.addHandler(handler)
+        named.propagate = False
     args = build_parser().parse_args(argv)
     tr = run(args)
     print("\n".join(summary_lines(tr)), flush=True)
