@@ -43,6 +43,8 @@ class DeepPowerLaw(FreezeThawScheduler):
         num_initial_random: int = 1,
         candidate_configs: Sequence[dict[str, Any]] | None = None,
         max_resource_attr: str | None = None,
+        max_paused_checkpoints: int | None = None,
+        restart_on_lost_checkpoint: bool = False,
         random_seed: int | None = None,
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
@@ -64,5 +66,7 @@ class DeepPowerLaw(FreezeThawScheduler):
             num_initial_random=num_initial_random,
             candidate_configs=candidate_configs,
             max_resource_attr=max_resource_attr,
+            max_paused_checkpoints=max_paused_checkpoints,
+            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
             random_seed=random_seed,
         )

@@ -170,7 +170,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             logger.warning(f"trial_id {trial.trial_id}: {self.time_attr}={epoch} > max_t={self.max_t}; stopping it")
             record.status = TrialStatus.FINISHED
             return SchedulerDecision.STOP
-        if epoch == 1 and record.last_epoch >= 2 and trial.trial_id in self._resumed:
+        if epoch == 1 and record.last_epoch >= 1 and trial.trial_id in self._resumed:
             return self._on_restart(record, value)
         self._resumed.discard(trial.trial_id)
         if not self._obs.add_result(trial.trial_id, epoch, value):
@@ -372,7 +372,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._obs.archive(tid, archive_id=min([0] + list(self._obs.trials)) - 1)
         self._resumed.discard(tid)
         self._obs.add_result(tid, 1, value)
-        record.segment_end = self._segment_end(record)
+        if self.max_resource_attr is None:
+            record.segment_end = self._segment_end(record)
+        # else: the restarted job still runs to the segment end in its config (set by
+        # _resume) and stops itself there; pausing it earlier would kill it past its report
+        # and leave a checkpoint ahead of what was seen, so the next resume would find
+        # nothing to do and the trial would end as "completed"
         return SchedulerDecision.CONTINUE
 
     def _candidates(self, records: list[TrialRecord], new_configs: list[dict], new_x: np.ndarray) -> Candidates:

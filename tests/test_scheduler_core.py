@@ -276,3 +276,56 @@ def test_lost_checkpoint_fails_trial_by_default_and_restarts_on_request():
             archived = [r for k, r in s.observations.trials.items() if k < 0]
             assert len(archived) == 1 and len(archived[0].scores) == 4
             assert archived[0].status is TrialStatus.FAILED
+
+
+def test_lost_checkpoint_restart_with_max_resource_attr_runs_to_configured_segment_end():
+    # Real polling: a resumed job (config max_epoch = k+1) that lost its checkpoint trains
+    # epochs 1..k+1 and stops itself there. The scheduler must let it run to k+1 and decide
+    # only then; pausing it at epoch 2 kills a job whose checkpoint may already be past 2,
+    # so the next resume would find nothing to do and the trial would silently "complete".
+    s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
+             restart_on_lost_checkpoint=True)
+    sug = s.suggest()
+    t0 = make_trial(0, sug.config)
+    s.on_trial_add(t0)
+    for epoch in (1, 2):
+        assert report(s, t0, epoch, 1.0 / epoch) == D.PAUSE  # segment end: pause + resume at once
+        s.on_trial_remove(t0)
+        sug = s.suggest()
+        assert sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == epoch + 1
+        t0 = make_trial(0, sug.config)
+    # the job with max_epoch=3 lost its checkpoint and starts over at epoch 1
+    assert report(s, t0, 1, 0.9) == D.CONTINUE
+    assert report(s, t0, 2, 0.8) == D.CONTINUE  # still inside the job's segment (ends at 3)
+    assert report(s, t0, 3, 0.7) == D.PAUSE  # the job's configured end: decision
+    s.on_trial_remove(t0)
+    sug = s.suggest()
+    assert sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == 4
+    assert s.observations.trials[0].scores == [-0.9, -0.8, -0.7]
+
+
+def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
+    # A trial paused after its first epoch whose resumed job lost the checkpoint reports epoch 1
+    # again: that is a restart (with max_resource_attr no stale epoch-1 line can arrive after
+    # a resume), not a repeated report to ignore while epoch 2 of the new run is taken as the
+    # continuation of the old curve.
+    for restart in (False, True):
+        s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
+                 restart_on_lost_checkpoint=restart)
+        sug = s.suggest()
+        t0 = make_trial(0, sug.config)
+        s.on_trial_add(t0)
+        assert report(s, t0, 1, 0.5) == D.PAUSE
+        s.on_trial_remove(t0)
+        sug = s.suggest()
+        assert sug.checkpoint_trial_id == 0 and sug.config["max_epoch"] == 2
+        t0 = make_trial(0, sug.config)
+        decision = report(s, t0, 1, 0.6)  # the job started over
+        if not restart:
+            assert decision == D.STOP and s.trial_status(0) is TrialStatus.FAILED
+            assert s.observations.trials[0].scores == [-0.5]
+        else:
+            assert decision == D.CONTINUE and s.observations.trials[0].scores == [-0.6]
+            assert [r.scores for k, r in s.observations.trials.items() if k < 0] == [[-0.5]]
+            assert report(s, t0, 2, 0.4) == D.PAUSE  # the job's segment end
+            assert s.observations.trials[0].scores == [-0.6, -0.4]

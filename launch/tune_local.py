@@ -1,0 +1,277 @@
+"""
+Tune the resumable digits MLP (``launch/train_mlp.py``, real PyTorch training on
+scikit-learn's bundled handwritten digits, offline) with DyHPO or Deep Power Law on
+Syne Tune's ``LocalBackend``: every trial is a real process that is paused (killed)
+and resumed from its checkpoint, one epoch (``--budget-step``) at a time.
+
+    python launch/tune_local.py --method dyhpo --n-workers 2 --max-epochs 10 \
+        --budget-epochs 40
+
+Tuning stops once the scheduler has seen ``--budget-epochs`` epochs in total (over
+all trials), or after ``--max-wallclock-time`` seconds. At the end the best
+configuration and its ``val_accuracy`` are printed. Results go to
+``$SYNETUNE_FOLDER/<tuner name>`` (default ``~/syne-tune``).
+
+Housekeeping: ``--max-paused-checkpoints N`` keeps at most N paused trials
+resumable; the others (ranked hopeless by the surrogate) are retired and their
+checkpoints deleted during the run. ``--delete-checkpoints`` (on by default when
+``--max-paused-checkpoints`` is given) makes the backend also delete checkpoints
+of stopped, finished and diverged trials, and all remaining checkpoints at the end.
+
+Lost checkpoints: by default a trial whose checkpoint is missing or corrupt fails
+(the script exits with status 1, Syne Tune marks the trial failed, the scheduler
+never resumes it and tuning goes on). ``--restart-on-lost-checkpoint`` instead
+restarts it from epoch 1 (script ``--on_checkpoint_error restart`` and scheduler
+``restart_on_lost_checkpoint=True``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+LAUNCH_DIR = Path(__file__).resolve().parent
+if str(LAUNCH_DIR.parent) not in sys.path:  # running from a source checkout
+    sys.path.insert(0, str(LAUNCH_DIR.parent))
+if str(LAUNCH_DIR) not in sys.path:
+    sys.path.insert(0, str(LAUNCH_DIR))
+
+from mlp_config_space import (  # noqa: E402
+    MAX_RESOURCE_ATTR,
+    METRIC,
+    MODE,
+    RESOURCE_ATTR,
+    make_config_space,
+)
+from syne_tune.optimizer.scheduler import SchedulerDecision  # noqa: E402
+from syne_tune.tuner_callback import TunerCallback  # noqa: E402
+
+logger = logging.getLogger("tune_local")
+
+ENTRY_POINT = LAUNCH_DIR / "train_mlp.py"
+
+#: keys of the config space that are not hyperparameters (not printed as "best config")
+NON_HYPERPARAMETERS = (MAX_RESOURCE_ATTR, "max_epochs", "seed", "on_checkpoint_error")
+
+
+class EpochBudget:
+    """Stop criterion: True once the scheduler has recorded ``max_epochs_total`` epochs
+    (over all trials), or ``max_wallclock_time`` seconds have passed.
+
+    Syne Tune's ``StoppingCriterion(max_num_evaluations=...)`` also counts results the
+    scheduler never saw (dropped after a pause); this one counts what was learned.
+    """
+
+    def __init__(self, scheduler, max_epochs_total: int, max_wallclock_time: float | None = None):
+        self.scheduler = scheduler
+        self.max_epochs_total = max_epochs_total
+        self.max_wallclock_time = max_wallclock_time
+        self._start = None
+
+    def __call__(self, status) -> bool:
+        if self._start is None:
+            self._start = time.monotonic()
+        if self.max_wallclock_time is not None and time.monotonic() - self._start > self.max_wallclock_time:
+            return True
+        return self.scheduler.observations.num_observations >= self.max_epochs_total
+
+
+@dataclass
+class SegmentEvent:
+    """One event of a trial as the Tuner saw it: "start", "resume" or "result"."""
+
+    kind: str
+    trial_id: int
+    epoch: int | None = None
+    decision: str | None = None
+    time: float = field(default_factory=time.monotonic)
+
+
+class SegmentLog(TunerCallback):
+    """Records starts, resumes and (result, decision) pairs per trial, in order.
+
+    :param backend: if given, ``checkpoint_present[trial_id]`` records for every resume
+        whether the trial's checkpoint folder held a file at that moment
+    """
+
+    def __init__(self, backend=None):
+        self.events: list[SegmentEvent] = []
+        self.checkpoint_present: dict[int, list[bool]] = {}
+        self._backend = backend
+
+    def on_start_trial(self, trial):
+        self.events.append(SegmentEvent("start", trial.trial_id))
+
+    def on_resume_trial(self, trial):
+        self.events.append(SegmentEvent("resume", trial.trial_id))
+        if self._backend is not None:
+            path = Path(self._backend.checkpoint_trial_path(trial.trial_id))
+            present = path.is_dir() and any(path.iterdir())
+            self.checkpoint_present.setdefault(trial.trial_id, []).append(present)
+
+    def on_trial_result(self, trial, status, result, decision):
+        self.events.append(SegmentEvent("result", trial.trial_id, int(result[RESOURCE_ATTR]), decision))
+
+    def per_trial(self) -> dict[int, list[SegmentEvent]]:
+        out: dict[int, list[SegmentEvent]] = {}
+        for e in self.events:
+            out.setdefault(e.trial_id, []).append(e)
+        return out
+
+    def num(self, kind: str, decision: str | None = None) -> int:
+        return sum(e.kind == kind and (decision is None or e.decision == decision) for e in self.events)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
+    p.add_argument("--n-workers", type=int, default=2, help="trials run in parallel (processes)")
+    p.add_argument("--max-epochs", type=int, default=10, help="max_t: epochs of a fully trained trial")
+    p.add_argument("--budget-epochs", type=int, default=40, help="stop after this many epochs in total")
+    p.add_argument("--max-wallclock-time", type=float, default=None, help="also stop after this many seconds")
+    p.add_argument("--budget-step", type=int, default=1, help="epochs per decision (segment length)")
+    p.add_argument("--num-initial-random", type=int, default=2, help="random trials before the surrogate")
+    p.add_argument("--num-candidates", type=int, default=64, help="new configs scored per decision")
+    p.add_argument("--max-paused-checkpoints", type=int, default=None,
+                   help="keep at most this many paused trials resumable; retire (and delete the "
+                        "checkpoints of) those ranked hopeless")
+    p.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
+                   help="backend deletes checkpoints of stopped/retired trials and all at the end "
+                        "(default: on iff --max-paused-checkpoints is given)")
+    p.add_argument("--restart-on-lost-checkpoint", action="store_true",
+                   help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it")
+    p.add_argument("--max-failures", type=int, default=3, help="stop tuning after more failed trials than this")
+    p.add_argument("--sleep-time", type=float, default=0.5, help="Tuner polling interval (s)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--tuner-name", type=str, default=None)
+    return p
+
+
+def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any]):
+    from syne_dyhpo import DeepPowerLaw, DyHPO
+
+    cls = {"dyhpo": DyHPO, "dpl": DeepPowerLaw}[args.method]
+    return cls(
+        config_space,
+        metric=METRIC,
+        do_minimize=(MODE == "min"),
+        time_attr=RESOURCE_ATTR,
+        max_t=args.max_epochs,
+        budget_step=args.budget_step,
+        num_candidates=args.num_candidates,
+        num_initial_random=args.num_initial_random,
+        max_resource_attr=MAX_RESOURCE_ATTR,
+        max_paused_checkpoints=args.max_paused_checkpoints,
+        restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
+        random_seed=args.seed,
+    )
+
+
+@dataclass
+class TuningRun:
+    """What :func:`run` returns."""
+
+    tuner: Any
+    scheduler: Any
+    backend: Any
+    log: SegmentLog
+    results: Any  # pandas DataFrame of all results the scheduler saw
+    best: dict[str, Any] | None
+
+
+def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) -> TuningRun:
+    """Builds backend, scheduler and Tuner from ``args`` (see :func:`build_parser`), runs
+    tuning and returns the pieces (for tests and notebooks)."""
+    from syne_tune import Tuner
+    from syne_tune.backend import LocalBackend
+    from syne_tune.results_callback import StoreResultsCallback
+
+    config_space = make_config_space(max_epochs=args.max_epochs, seed=args.seed)
+    config_space["on_checkpoint_error"] = "restart" if args.restart_on_lost_checkpoint else "raise"
+    delete = args.delete_checkpoints
+    if delete is None:
+        delete = args.max_paused_checkpoints is not None
+    backend = LocalBackend(entry_point=str(ENTRY_POINT), delete_checkpoints=delete)
+    scheduler = build_scheduler(args, config_space)
+    store = StoreResultsCallback()
+    log = SegmentLog(backend)
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=EpochBudget(scheduler, args.budget_epochs, args.max_wallclock_time),
+        n_workers=args.n_workers,
+        sleep_time=args.sleep_time,
+        max_failures=args.max_failures,
+        save_tuner=False,
+        callbacks=[store, log] + list(callbacks or []),
+        tuner_name=args.tuner_name or f"digits-mlp-{args.method}",
+        metadata={"launcher": "launch/tune_local.py", "args": {k: v for k, v in vars(args).items()}},
+    )
+    tuner.run()
+    results = store.dataframe()
+    return TuningRun(tuner, scheduler, backend, log, results, best_result(results, backend))
+
+
+def best_result(results, backend) -> dict[str, Any] | None:
+    """Best reported ``val_accuracy`` (any trial, any epoch) with its trial's configuration."""
+    if results is None or len(results) == 0 or METRIC not in results:
+        return None
+    finite = results[results[METRIC].map(lambda v: isinstance(v, (int, float)) and math.isfinite(v))]
+    if len(finite) == 0:
+        return None
+    row = finite.loc[finite[METRIC].idxmax() if MODE == "max" else finite[METRIC].idxmin()]
+    trial_id = int(row["trial_id"])
+    config = dict(backend._trial_dict[trial_id].config)
+    return {
+        "trial_id": trial_id,
+        METRIC: float(row[METRIC]),
+        "epoch": int(row[RESOURCE_ATTR]),
+        "config": {k: v for k, v in config.items() if k not in NON_HYPERPARAMETERS},
+    }
+
+
+def summary_lines(tr: TuningRun) -> list[str]:
+    status = {}
+    for record in tr.scheduler.observations.trials.values():
+        if record.trial_id >= 0:
+            status[record.status.value] = status.get(record.status.value, 0) + 1
+    lines = [
+        f"Trials: {tr.log.num('start')} started, {tr.log.num('resume')} resumes, "
+        f"{tr.log.num('result', SchedulerDecision.PAUSE)} pauses, "
+        f"{tr.scheduler.observations.num_observations} epochs trained; "
+        f"final status: {dict(sorted(status.items()))}",
+    ]
+    if tr.best is None:
+        lines.append("No finite result was reported.")
+        return lines
+    b = tr.best
+    lines.append(f"Best configuration: trial_id {b['trial_id']}, {METRIC}={b[METRIC]:.4f} at epoch {b['epoch']}")
+    lines += [f"  {k}: {v}" for k, v in b["config"].items()]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (0 if a best config was found)."""
+    # importing syne_tune configured the root logger (WARNING): show our own INFO lines
+    # (retired trials, deleted checkpoints, failed/restarted trials) without Syne Tune's
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+    for name in ("syne_dyhpo", "tune_local"):
+        named = logging.getLogger(name)
+        named.setLevel(logging.INFO)
+        named.addHandler(handler)
+        named.propagate = False
+    args = build_parser().parse_args(argv)
+    tr = run(args)
+    print("\n".join(summary_lines(tr)), flush=True)
+    return 0 if tr.best is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
