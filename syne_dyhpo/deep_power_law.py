@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 from syne_dyhpo.policy import FitSchedule, SurrogatePolicy, ei_at_max_budget
 from syne_dyhpo.scheduler import FreezeThawScheduler
@@ -23,7 +23,8 @@ class DeepPowerLaw(FreezeThawScheduler):
     """Deep Power Law: ensemble of nets mapping a config to power-law coefficients + EI of
     the predicted value at ``max_t``; each decision advances the winner by one budget step.
 
-    Arguments are those of :class:`~syne_dyhpo.scheduler.FreezeThawScheduler` plus:
+    Arguments are those of :class:`~syne_dyhpo.scheduler.FreezeThawScheduler` (``do_minimize``,
+    ``time_attr``, ``max_t``, ``random_seed``, ...: pass them by keyword) plus:
 
     :param surrogate_config: settings of the ensemble. Defaults to :data:`DPL_CONFIG`;
         ``PowerLawConfig()`` is the paper's
@@ -35,38 +36,13 @@ class DeepPowerLaw(FreezeThawScheduler):
         self,
         config_space: dict[str, Any],
         metric: str,
-        do_minimize: bool = True,
-        time_attr: str = "epoch",
-        max_t: int | None = None,
-        budget_step: int = 1,
-        num_candidates: int = 256,
-        num_initial_random: int = 1,
-        candidate_configs: Sequence[dict[str, Any]] | None = None,
-        max_resource_attr: str | None = None,
-        max_paused_checkpoints: int | None = None,
-        restart_on_lost_checkpoint: bool = False,
-        random_seed: int | None = None,
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
+        **kwargs: Any,
     ):
         policy = SurrogatePolicy(
             surrogate=PowerLawEnsemble(surrogate_config or DPL_CONFIG),
             acquisition=ei_at_max_budget,
             schedule=fit_schedule or DPL_SCHEDULE,
         )
-        super().__init__(
-            config_space,
-            metric,
-            policy,
-            do_minimize=do_minimize,
-            time_attr=time_attr,
-            max_t=max_t,
-            budget_step=budget_step,
-            num_candidates=num_candidates,
-            num_initial_random=num_initial_random,
-            candidate_configs=candidate_configs,
-            max_resource_attr=max_resource_attr,
-            max_paused_checkpoints=max_paused_checkpoints,
-            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
-            random_seed=random_seed,
-        )
+        super().__init__(config_space, metric, policy, **kwargs)
