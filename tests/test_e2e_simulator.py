@@ -19,7 +19,7 @@ TASKS = [
     ("taskset", "FixedTextRNNClassification_imdb_patch32_GRU64_avg_bs128", "step"),
 ]
 MAX_T = 50
-BUDGET = 300
+BUDGET = 400
 
 
 def simulate(tmp_path, method, bench, task, n_workers, seed=0, budget=BUDGET):
