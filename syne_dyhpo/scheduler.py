@@ -188,20 +188,16 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if epoch < record.segment_end:
             return SchedulerDecision.CONTINUE
         choice = self._decide(reporting=record)
-        if record.status is TrialStatus.RETIRED:  # ranked hopeless: will never be resumed
-            if choice is not None and choice[0] == "new":
-                self._pending.append(choice)
-            elif choice is not None:
-                self._pending.append(("resume", choice[1].trial_id))
-            return SchedulerDecision.STOP
-        if choice is not None and choice[0] == "resume" and choice[1] is record:
+        if choice is not None and choice[1] is record:
             record.segment_end = min(epoch + self.budget_step, self.max_t)
             if self.max_resource_attr is None:
                 return SchedulerDecision.CONTINUE
             # the job stops itself at its segment end: pause it and resume it right away
             self._pending.insert(0, ("resume", record.trial_id))
         elif choice is not None:
-            self._pending.append((choice[0], choice[1].trial_id if choice[0] == "resume" else choice[1]))
+            self._pending.append(("resume", choice[1].trial_id) if choice[0] == "resume" else choice)
+        if record.status is TrialStatus.RETIRED:  # ranked hopeless: will never be resumed
+            return SchedulerDecision.STOP
         record.status = TrialStatus.PAUSED
         return SchedulerDecision.PAUSE
 

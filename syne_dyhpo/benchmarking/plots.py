@@ -12,6 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from syne_dyhpo.benchmarking.metrics import normalized_regret  # noqa: E402
+
 
 def plot_regret_curves(
     runs: Sequence, out_dir: str | Path, num_points: int = 100, log_y: bool = True
@@ -56,6 +58,50 @@ def plot_regret_curves(
         fig.tight_layout()
         path = Path(out_dir) / f"regret_{bench}.png"
         fig.savefig(path, dpi=120)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 100) -> list[Path]:
+    """
+    One PNG per task: mean normalised regret vs simulated time (the table's training times
+    plus the scheduler's own compute, which the simulator adds 1:1), one line per method.
+
+    :param runs: :class:`~syne_dyhpo.benchmarking.report.RunRecord` list
+    :param out_dir: Output folder
+    :param num_points: Points on the (log-spaced) time grid
+    :return: Paths of the written files
+    """
+    by_task = defaultdict(list)
+    for r in runs:
+        by_task[(r.summary["benchmark"], r.summary["task"])].append(r)
+    paths = []
+    for (bench, task), rs in sorted(by_task.items()):
+        ends = [r.trajectory["time"].max() for r in rs if r.trajectory["time"].notna().any()]
+        starts = [r.trajectory["time"].min() for r in rs if r.trajectory["time"].notna().any()]
+        if not ends:
+            continue
+        grid = np.geomspace(max(min(starts), 1e-3), min(ends), num_points)
+        curves = defaultdict(list)
+        for r in rs:
+            b = r.summary["bounds"]
+            traj = r.trajectory
+            idx = np.searchsorted(traj["time"].to_numpy(), grid, side="right") - 1
+            inc = np.where(idx >= 0, traj["incumbent"].to_numpy()[np.maximum(idx, 0)], np.nan)
+            curves[r.summary["method"]].append(normalized_regret(inc, b["best_any"], b["worst"]))
+        fig, ax = plt.subplots(figsize=(6, 4))
+        for method, cs in sorted(curves.items()):
+            ax.plot(grid, np.maximum(np.mean(cs, axis=0), 1e-4), label=f"{method} (n={len(cs)})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("simulated time (table's time unit)")
+        ax.set_ylabel("mean normalised regret")
+        ax.set_title(f"{bench}: {task}"[:70], fontsize=9)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = Path(out_dir) / f"regret_time_{bench}_{task}.png"
+        fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)
     return paths

@@ -164,7 +164,7 @@ def make_report(results_dir: str | Path, out_dir: str | Path | None = None) -> s
     :param out_dir: Where to write (default: ``results_dir``)
     :return: The markdown table
     """
-    from syne_dyhpo.benchmarking.plots import plot_regret_curves
+    from syne_dyhpo.benchmarking.plots import plot_regret_curves, plot_regret_vs_time
 
     out_dir = Path(out_dir or results_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -181,4 +181,5 @@ def make_report(results_dir: str | Path, out_dir: str | Path | None = None) -> s
     (out_dir / "summary.md").write_text(md + "\n")
     table.to_csv(out_dir / "summary.csv", index=False)
     plot_regret_curves(runs, out_dir)
+    plot_regret_vs_time(runs, out_dir)
     return md
