@@ -40,6 +40,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--n-workers", type=int, default=1, help="simulated workers")
     p.add_argument("--n-jobs", type=int, default=None, help="parallel processes (default: cores)")
     p.add_argument("--results-dir", default=str(REPO / "benchmarks/results"))
+    p.add_argument("--report-dir", default=None,
+                   help="where the table and plots go (default: --results-dir)")
+    p.add_argument("--report-only", action="store_true",
+                   help="only aggregate the finished runs in --results-dir")
     p.add_argument("--tuner-sleep-time", type=float, default=None,
                    help="simulated seconds per Tuner loop (default: 0.1 x median epoch time)")
     return p.parse_args(argv)
@@ -64,12 +68,15 @@ def main(argv=None) -> int:
     if not pairs:
         print("No (source, task) selected", file=sys.stderr)
         return 2
-    specs = make_grid(pairs, args.methods, args.seeds, budgets, args.n_workers)
-    print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x {len(args.seeds)} seeds)")
-    _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
-                         tuner_sleep_time=args.tuner_sleep_time)
-    print(make_report(args.results_dir))
-    print(f"\nTable and plots written to {args.results_dir}")
+    errors = []
+    if not args.report_only:
+        specs = make_grid(pairs, args.methods, args.seeds, budgets, args.n_workers)
+        print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x {len(args.seeds)} seeds)")
+        _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
+                             tuner_sleep_time=args.tuner_sleep_time)
+    report_dir = args.report_dir or args.results_dir
+    print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods))
+    print(f"\nTable and plots written to {report_dir}")
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
     return 1 if errors else 0

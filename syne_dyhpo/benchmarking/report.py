@@ -156,19 +156,30 @@ def to_markdown(table: pd.DataFrame, digits: int = 3) -> str:
     return "\n".join(lines)
 
 
-def make_report(results_dir: str | Path, out_dir: str | Path | None = None) -> str:
+def make_report(
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    seeds: Sequence[int] | None = None,
+    methods: Sequence[str] | None = None,
+) -> str:
     """
     Writes ``summary.md``, ``summary.csv`` and regret plots to ``out_dir``.
 
     :param results_dir: Root folder of results
     :param out_dir: Where to write (default: ``results_dir``)
+    :param seeds: Only runs with these seeds (default: all)
+    :param methods: Only these methods (default: all)
     :return: The markdown table
     """
     from syne_dyhpo.benchmarking.plots import plot_regret_curves, plot_regret_vs_time
 
     out_dir = Path(out_dir or results_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    runs = load_runs(results_dir)
+    runs = [
+        r
+        for r in load_runs(results_dir)
+        if (seeds is None or r.summary["seed"] in seeds) and (methods is None or r.summary["method"] in methods)
+    ]
     if not runs:
         return "(no finished runs)"
     table = summary_table(long_table(runs))
