@@ -129,3 +129,50 @@ def test_deep_kernel_gp_posterior_matches_gpytorch():
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
     assert gp._factor_cache[1].shape[0] == len(obs.training_data())
+
+
+def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
+    from linear_operator.utils.errors import NotPSDError
+
+    from syne_dyhpo.surrogates import deep_kernel_gp
+
+    rng = np.random.RandomState(3)
+    x, curves = saturating_curves(rng, 12, 8)
+    obs = Observations(max_t=8, do_minimize=False)
+    for tid in range(12):
+        obs.add_trial(tid, {}, x[tid])
+        obs.add_result(tid, 1, curves[tid, 0])
+    obs.refit_normalizer()
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=30, refine_iterations=5))
+    gp.fit(obs.training_data(), from_scratch=True, seed=0)
+    cands = Candidates(x, np.full(12, 2), obs.candidate_curves(list(obs.trials.values())), list(range(12)), [{}] * 12)
+    reference, _ = gp.predict(cands, cands.budget)
+
+    # a refinement whose training hits a non-PD kernel: rolled back and refitted from scratch
+    original_train, calls = deep_kernel_gp.DeepKernelGP._train, []
+
+    def failing_once(self, iterations):
+        calls.append(iterations)
+        if len(calls) == 1:
+            raise NotPSDError("injected")
+        return original_train(self, iterations)
+
+    monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "_train", failing_once)
+    gp.fit(obs.training_data(), from_scratch=False, seed=1)
+    assert gp.num_failures == 1 and calls == [5, 30]  # refine failed -> full refit
+    monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "_train", original_train)
+
+    # a prediction whose factorisation fails once: last good weights restored, decision made
+    original_chol, failures = deep_kernel_gp._robust_cholesky, []
+
+    def chol_failing_once(matrix, max_tries=4):
+        if not failures:
+            failures.append(1)
+            raise NotPSDError("injected")
+        return original_chol(matrix, max_tries)
+
+    monkeypatch.setattr(deep_kernel_gp, "_robust_cholesky", chol_failing_once)
+    gp._factor_cache = None
+    mean, std = gp.predict(cands, cands.budget)
+    assert gp.num_failures == 2 and np.all(np.isfinite(mean)) and np.all(std > 0)
+    assert reference.shape == mean.shape
