@@ -10,16 +10,16 @@ Existing Ray cluster (every node needs torch, scikit-learn and syne-dyhpo[ray]):
     python launch/ray_tune_example.py --address auto            # on a cluster node
     python launch/ray_tune_example.py --address ray://head:10001  # Ray Client
 
-One Ray training iteration is one epoch: the trainable reports ``epoch`` and
-``val_accuracy`` with a checkpoint (model, optimizer, LR schedule, RNG states) after every
-epoch and resumes from ``ray.tune.get_checkpoint()``, so a paused trial continues exactly
-where it stopped. The scheduler pauses and resumes trials one epoch at a time.
+One Ray training iteration is one epoch: the trainable (launch/train_mlp.py's training loop)
+reports ``epoch`` and ``val_accuracy`` with a checkpoint (model, optimizer, LR schedule, RNG
+states) after every epoch and resumes from ``ray.tune.get_checkpoint()``, so a paused trial
+continues exactly where it stopped. The scheduler pauses and resumes trials one epoch at a
+time.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -32,106 +32,46 @@ except ImportError:  # running from a source checkout without installing
 
 import ray
 from ray import tune
-from syne_tune.config_space import choice, loguniform, randint, uniform
+from syne_tune.config_space import Domain
 
 from syne_dyhpo.ray_tune import ray_scheduler
 
-METRIC, MODE = "val_accuracy", "max"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import mlp_config_space  # noqa: E402
+import train_mlp as training_script  # noqa: E402
 
+# Ray ships the trainable to its workers with cloudpickle: send the training module by value
+# so that workers need syne-dyhpo installed but not this launch/ folder on their path
+ray.cloudpickle.register_pickle_by_value(training_script)
+
+METRIC, MODE = mlp_config_space.METRIC, mlp_config_space.MODE
+# hyperparameters only: constants (max_epochs, seed) go into Ray's param_space
 CONFIG_SPACE: dict[str, Any] = {
-    "learning_rate": loguniform(1e-3, 0.3),
-    "weight_decay": loguniform(1e-6, 1e-2),
-    "momentum": uniform(0.0, 0.95),
-    "n_units": choice([16, 32, 64, 128, 256]),
-    "n_layers": randint(1, 3),
-    "dropout": uniform(0.0, 0.5),
-    "batch_size": choice([16, 32, 64, 128]),
+    k: v for k, v in mlp_config_space.config_space.items() if isinstance(v, Domain)
 }
 
 
 def train_mlp(config: dict[str, Any]) -> None:
-    """Ray Tune function trainable: MLP on digits, cosine LR over ``max_epochs``, one report
-    and checkpoint per epoch, resumes from the last checkpoint."""
-    import numpy as np
-    import torch
-    from sklearn.datasets import load_digits
-    from sklearn.model_selection import train_test_split
-    from torch import nn
+    """Ray Tune function trainable running launch/train_mlp.py's training loop (same model,
+    data and checkpoint contents as on Syne Tune's backends); its checkpoint folder travels
+    through Ray: restored from ``tune.get_checkpoint()``, reported with every epoch."""
+    import shutil
 
-    torch.set_num_threads(1)
-    x, y = load_digits(return_X_y=True)
-    x_tr, x_va, y_tr, y_va = train_test_split(x / 16.0, y, test_size=0.2, random_state=0, stratify=y)
-    x_tr, x_va = torch.tensor(x_tr, dtype=torch.float32), torch.tensor(x_va, dtype=torch.float32)
-    y_tr, y_va = torch.tensor(y_tr), torch.tensor(y_va)
-
-    torch.manual_seed(config.get("seed", 0))
-    layers: list[nn.Module] = []
-    width = x_tr.shape[1]
-    for _ in range(int(config["n_layers"])):
-        layers += [nn.Linear(width, int(config["n_units"])), nn.ReLU(), nn.Dropout(float(config["dropout"]))]
-        width = int(config["n_units"])
-    model = nn.Sequential(*layers, nn.Linear(width, 10))
-    optimizer = torch.optim.SGD(
-        model.parameters(),
-        lr=float(config["learning_rate"]),
-        momentum=float(config["momentum"]),
-        weight_decay=float(config["weight_decay"]),
-    )
-    max_epochs = int(config["max_epochs"])
-    lr_schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=max_epochs)
-    generator = torch.Generator().manual_seed(config.get("seed", 0))
-
-    start = 1
+    work_dir = tempfile.mkdtemp(prefix="train_mlp_")
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
         with checkpoint.as_directory() as d:
-            state = torch.load(os.path.join(d, "state.pt"), weights_only=False)
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        lr_schedule.load_state_dict(state["lr_schedule"])
-        generator.set_state(state["generator"])
-        start = state["epoch"] + 1
+            shutil.copytree(d, work_dir, dirs_exist_ok=True)
 
-    loss_fn = nn.CrossEntropyLoss()
-    batch_size = int(config["batch_size"])
-    for epoch in range(start, max_epochs + 1):
-        model.train()
-        order = torch.randperm(len(x_tr), generator=generator)
-        train_loss = 0.0
-        for i in range(0, len(order), batch_size):
-            idx = order[i : i + batch_size]
-            optimizer.zero_grad()
-            loss = loss_fn(model(x_tr[idx]), y_tr[idx])
-            loss.backward()
-            optimizer.step()
-            train_loss += float(loss.detach()) * len(idx)
-        lr_schedule.step()
-        model.eval()
-        with torch.no_grad():
-            logits = model(x_va)
-            val_loss = float(loss_fn(logits, y_va))
-            val_accuracy = float((logits.argmax(1) == y_va).float().mean())
-        if not np.isfinite(val_loss):
-            val_accuracy = float("nan")  # diverged: the scheduler stops it and never resumes it
-        metrics = {
-            "epoch": epoch,
-            METRIC: val_accuracy,
-            "val_loss": val_loss,
-            "train_loss": train_loss / len(order),
-            "resumed_from_epoch": start - 1,
-        }
+    def report(**metrics: float) -> None:
         with tempfile.TemporaryDirectory() as d:
-            torch.save(
-                {
-                    "epoch": epoch,
-                    "model": model.state_dict(),
-                    "optimizer": optimizer.state_dict(),
-                    "lr_schedule": lr_schedule.state_dict(),
-                    "generator": generator.get_state(),
-                },
-                os.path.join(d, "state.pt"),
-            )
+            shutil.copytree(work_dir, d, dirs_exist_ok=True)
             tune.report(metrics, checkpoint=tune.Checkpoint.from_directory(d))
+
+    try:
+        training_script.train({**config, "st_checkpoint_dir": work_dir}, report=report)
+    finally:
+        shutil.rmtree(work_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
