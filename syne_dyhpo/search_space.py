@@ -139,7 +139,7 @@ class ConfigEncoder:
         }
         configs = []
         for i in range(num):
-            config = {name: _native(columns[name][i] if num > 1 else _first(columns[name])) for name in self.hp_names}
+            config = {name: to_native(columns[name][i] if num > 1 else _first(columns[name])) for name in self.hp_names}
             configs.append(self.complete(config))
         return configs
 
@@ -149,14 +149,14 @@ class ConfigEncoder:
 
     def key(self, config: dict[str, Any]) -> tuple:
         """Hashable identity of a configuration's hyperparameter values."""
-        return tuple(_native(config[name]) for name in self.hp_names)
+        return tuple(to_native(config[name]) for name in self.hp_names)
 
 
 def _first(values: Any) -> Any:
     return values[0] if isinstance(values, (list, np.ndarray)) else values
 
 
-def _native(value: Any) -> Any:
+def to_native(value: Any) -> Any:
     """numpy scalars -> Python scalars (Syne Tune's tabular lookup matches exact values)."""
     return value.item() if isinstance(value, np.generic) else value
 
@@ -189,7 +189,7 @@ class CandidateSampler:
             if len(candidate_configs) == 0:
                 raise ConfigSpaceError("candidate_configs is empty")
             for c in candidate_configs:
-                full = encoder.complete({k: _native(v) for k, v in c.items()})
+                full = encoder.complete({k: to_native(v) for k, v in c.items()})
                 key = encoder.key(full)
                 if key not in self._pool_index:
                     self._pool_index[key] = len(self._pool)

@@ -26,15 +26,9 @@ from syne_tune.config_space import (
 )
 from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
 
-from syne_dyhpo.search_space import ConfigEncoder
+from syne_dyhpo.search_space import ConfigEncoder, to_native
 
 logger = logging.getLogger(__name__)
-
-
-def _native(value: Any) -> Any:
-    # numpy scalars -> Python scalars; float64 -> float is exact, so the
-    # simulator's exact-match lookup still finds the row.
-    return value.item() if isinstance(value, np.generic) else value
 
 
 def table_configs(blackbox: BlackboxTabular) -> list[dict[str, Any]]:
@@ -46,7 +40,7 @@ def table_configs(blackbox: BlackboxTabular) -> list[dict[str, Any]]:
     space = blackbox.configuration_space
     rows = blackbox.hyperparameters.to_dict("records")
     return [
-        postprocess_config({k: _native(v) for k, v in row.items()}, space)
+        postprocess_config({k: to_native(v) for k, v in row.items()}, space)
         for row in rows
     ]
 
