@@ -46,6 +46,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="only aggregate the finished runs in --results-dir")
     p.add_argument("--tuner-sleep-time", type=float, default=None,
                    help="simulated seconds per Tuner loop (default: 0.1 x median epoch time)")
+    p.add_argument("--charge-scheduler-time", action="store_true",
+                   help="add the scheduler's real compute time to simulated time (Syne Tune's "
+                        "default; runs then depend on machine load). Use a separate --results-dir")
     return p.parse_args(argv)
 
 
@@ -73,7 +76,8 @@ def main(argv=None) -> int:
         specs = make_grid(pairs, args.methods, args.seeds, budgets, args.n_workers)
         print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x {len(args.seeds)} seeds)")
         _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
-                             tuner_sleep_time=args.tuner_sleep_time)
+                             tuner_sleep_time=args.tuner_sleep_time,
+                             charge_scheduler_time=args.charge_scheduler_time)
     report_dir = args.report_dir or args.results_dir
     print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods))
     print(f"\nTable and plots written to {report_dir}")

@@ -5,12 +5,14 @@ the development data) with 1 and 4 workers; assertions read the Tuner's results.
 """
 
 import json
+import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from conftest import data_folder
-from syne_dyhpo.benchmarking.runner import RunSpec, run_dir, run_one
+from syne_dyhpo.benchmarking.runner import METHODS, RunSpec, TimedScheduler, register_method, run_dir, run_one
 
 pytestmark = pytest.mark.slow
 
@@ -82,3 +84,31 @@ def test_metadata_is_json(tmp_path):
     summary, _ = simulate(tmp_path, "DyHPO", "lcbench", "Australian", n_workers=1, budget=30)
     json.dumps(summary["scheduler_metadata"])
     assert summary["scheduler_metadata"]["metric_mode"] == "max"
+
+
+class _SleepingScheduler(TimedScheduler):
+    """A scheduler made slow: real time passes in every result callback."""
+
+    def on_trial_result(self, trial, result):
+        time.sleep(0.3)
+        return super().on_trial_result(trial, result)
+
+
+register_method("DeepPowerLaw-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(METHODS["DeepPowerLaw"](d, cs, configs, seed)))
+
+
+def test_scheduler_compute_does_not_change_simulation(tmp_path):
+    """Benchmarks simulate training time only: a slow scheduler (or a loaded machine) sees the
+    same trajectory. Syne Tune's default (charge_scheduler_time=True) does not."""
+
+    def frame(method, charge):
+        spec = RunSpec(method, str(data_folder("lcbench")), "Australian", 1, 40, 1)
+        run_one(spec, tmp_path / f"{method}-{charge}", charge_scheduler_time=charge)
+        df = pd.read_csv(run_dir(spec, tmp_path / f"{method}-{charge}") / "results.csv.gz")
+        return df[["trial_id", "epoch", "st_decision", "st_tuner_time"]]
+
+    fast = frame("DeepPowerLaw", False)
+    pd.testing.assert_frame_equal(frame("DeepPowerLaw-sleeping", False), fast)
+    charged = frame("DeepPowerLaw-sleeping", True)
+    # charged: simulated clocks drift apart and results pile up while the scheduler sleeps
+    assert not np.allclose(charged["st_tuner_time"].iloc[:5], fast["st_tuner_time"].iloc[:5])

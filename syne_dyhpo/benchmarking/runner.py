@@ -127,8 +127,8 @@ register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 
 class TimedScheduler(TrialScheduler):
     """
-    Proxy measuring the time spent inside a scheduler's calls. The simulator
-    adds real scheduler time to simulated time, so this is reported separately.
+    Proxy measuring the time spent inside a scheduler's calls: benchmarks simulate training
+    time only (see :func:`run_one`), so the scheduler's compute is reported separately.
 
     :param scheduler: Scheduler to wrap
     """
@@ -246,6 +246,34 @@ def is_done(spec: RunSpec, results_dir: str | Path) -> bool:
     return (run_dir(spec, results_dir) / RUN_FILE).exists()
 
 
+def _backend_class(charge_scheduler_time: bool):
+    """
+    Syne Tune's simulator adds the real time spent outside the backend (mostly the
+    scheduler's decisions) to simulated time. That makes runs depend on machine load (same
+    seed, different trajectories) and charges model-based methods for their compute twice: in
+    simulated time and, once results pile up while the scheduler thinks, in epochs that finish
+    after a PAUSE and are dropped. Benchmarks therefore simulate training time only and report
+    the scheduler's compute separately (``scheduler_seconds`` in ``run.json``).
+    """
+    from syne_tune.blackbox_repository.simulated_tabular_backend import (
+        UserBlackboxBackend,
+    )
+
+    if charge_scheduler_time:
+        return UserBlackboxBackend
+
+    class TrainingTimeOnlyBackend(UserBlackboxBackend):
+        def _advance_by_outside_time(self):
+            pass  # simulated time advances by training time and tuner sleeps only
+
+    if not callable(getattr(UserBlackboxBackend, "_advance_by_outside_time", None)):
+        raise RuntimeError(
+            "This Syne Tune version has no SimulatorBackend._advance_by_outside_time; "
+            "pass charge_scheduler_time=True or update syne_dyhpo.benchmarking.runner"
+        )
+    return TrainingTimeOnlyBackend
+
+
 def _default_tuner_sleep_time(bb, definition: BenchmarkDefinition) -> float:
     # A tenth of the median epoch duration: the scheduler then sees each
     # epoch's result before the next epoch ends (1-epoch decisions stay exact)
@@ -263,6 +291,7 @@ def run_one(
     tuner_sleep_time: float | None = None,
     overwrite: bool = False,
     worst_quantile: float = 0.9,
+    charge_scheduler_time: bool = False,
 ) -> dict[str, Any]:
     """
     Runs one benchmark run on the simulator and stores its results.
@@ -273,6 +302,9 @@ def run_one(
         of the table's median epoch duration
     :param overwrite: Redo the run even if its results exist
     :param worst_quantile: See :func:`~syne_dyhpo.benchmarking.table.metric_bounds`
+    :param charge_scheduler_time: Add the scheduler's real compute time to simulated time
+        (Syne Tune's default). False (default) simulates training time only, which makes a run
+        reproducible from its seed; the compute is reported as ``scheduler_seconds``
     :return: The run's summary (content of ``run.json``)
     """
     out = run_dir(spec, results_dir)
@@ -282,9 +314,6 @@ def run_one(
     _quiet_logging()
     from syne_tune import Tuner
     from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback
-    from syne_tune.blackbox_repository.simulated_tabular_backend import (
-        UserBlackboxBackend,
-    )
 
     definition, bb = load_benchmark(spec.source, task=spec.task)
     if spec.method not in METHODS:
@@ -299,7 +328,7 @@ def run_one(
         sys.modules["torch"].manual_seed(spec.seed)
     if tuner_sleep_time is None:
         tuner_sleep_time = _default_tuner_sleep_time(bb, definition)
-    backend = UserBlackboxBackend(
+    backend = _backend_class(charge_scheduler_time)(
         blackbox=bb,
         elapsed_time_attr=definition.elapsed_time_attr,
         tuner_sleep_time=tuner_sleep_time,
@@ -343,6 +372,7 @@ def run_one(
         "definition": asdict(definition),
         "bounds": asdict(bounds),
         "tuner_sleep_time": tuner_sleep_time,
+        "charge_scheduler_time": charge_scheduler_time,
         "scheduler_seconds": scheduler.wall_seconds,
         "scheduler_cpu_seconds": scheduler.cpu_seconds,
         "scheduler_calls": scheduler.num_calls,
