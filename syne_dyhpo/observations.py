@@ -111,15 +111,26 @@ class Normalizer:
         self.scale = 1.0
 
     def fit(self, scores: np.ndarray) -> None:
-        """Sets location (median) and scale (robust spread) from finite scores."""
+        """Sets location (median) and scale from finite scores: the larger of a robust spread
+        and a third of the distance from the median to the best score."""
         finite = scores[np.isfinite(scores)]
         if len(finite) == 0:
             return
-        # quantiles only: diverged curves (losses of 1e5 and more) must not set the scale
+        # the bad side only enters through quantiles: diverged curves (losses of 1e5 and more)
+        # must not set the scale
         self.loc = float(np.median(finite))
-        q10, q25, q75, q90 = np.percentile(finite, [10, 25, 75, 90])
-        spread = (q75 - q25) / 1.349 or (q90 - q10) / 2.563
+        q25, q75 = np.percentile(finite, [25, 75])
+        # the good tail bounds the scale from below: when most scores are alike (all configs
+        # at epoch 1 of a loss that starts equal), the quantile spread alone is ~0 and the
+        # good scores, the ones that matter, would map to hundreds of units
+        spread = max((q75 - q25) / 1.349, (float(finite.max()) - self.loc) / 3.0)
         self.scale = max(spread, 1e-3 * max(abs(self.loc), 1e-6), 1e-12)
+
+    def drifted(self, other: "Normalizer", tolerance: float = 2.0) -> bool:
+        """Whether ``other`` differs from this one by more than a factor ``tolerance`` in scale
+        or by more than one scale in location."""
+        ratio = other.scale / self.scale
+        return not (1.0 / tolerance <= ratio <= tolerance) or abs(other.loc - self.loc) > self.scale
 
     def __call__(self, scores: np.ndarray) -> np.ndarray:
         z = (np.asarray(scores, dtype=float) - self.loc) / self.scale
@@ -180,6 +191,14 @@ class Observations:
             return np.zeros(0)
         return np.concatenate([np.asarray(r.scores, dtype=float) for r in self.trials.values()])
 
+    def normalizer_outdated(self, tolerance: float = 2.0) -> bool:
+        """Whether the scores seen since the normaliser was fitted call for a new one. Early on
+        the normaliser sees few, similar values (epoch-1 results of a handful of configs), and a
+        scale set from them would blow later values up to hundreds of units."""
+        fresh = Normalizer(self.normalizer.floor)
+        fresh.fit(self.all_scores())
+        return self.normalizer.drifted(fresh, tolerance)
+
     def refit_normalizer(self) -> None:
         """Re-estimates the normalisation; call only when the surrogate is refitted from scratch."""
         self.normalizer.fit(self.all_scores())
@@ -205,6 +224,13 @@ class Observations:
                 s = np.where(np.isfinite(s), s, -np.inf)
                 best[: len(s)] = np.maximum(best[: len(s)], s)
         return best
+
+    def scores_at(self, epoch: int) -> np.ndarray:
+        """Scores of all trials that reported ``epoch`` (diverged ones as -inf)."""
+        return np.array(
+            [r.scores[epoch - 1] for r in self.trials.values() if r.last_epoch >= epoch and not np.isnan(r.scores[epoch - 1])],
+            dtype=float,
+        )
 
     def _curve_matrix(self, records: list[TrialRecord]) -> np.ndarray:
         curves = np.full((len(records), self.max_t), np.nan)

@@ -117,7 +117,13 @@ class SurrogatePolicy:
     def update(self, observations: Observations, seed: int) -> None:
         """Trains or conditions the surrogate on all observations, as the schedule says."""
         n = observations.num_observations
-        full = self._size_at_full_fit == 0 or n >= self.schedule.refit_growth * self._size_at_full_fit
+        full = (
+            self._size_at_full_fit == 0
+            or n >= self.schedule.refit_growth * self._size_at_full_fit
+            # targets and curve inputs are normalised once per fit from scratch: when the data
+            # has outgrown that normalisation, the model must be retrained on the new one
+            or observations.normalizer_outdated()
+        )
         if full:
             observations.refit_normalizer()  # normalisation only moves with a fit from scratch
         data = observations.training_data()

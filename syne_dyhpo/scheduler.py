@@ -71,6 +71,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (its checkpoint was missing or unreadable and the script started over): False
         (default) marks it failed and stops it; True keeps its earlier curve as an archived,
         never-resumed record and lets the trial continue from scratch
+    :param sh_probability: probability of trying a successive-halving promotion before
+        consulting the surrogate (not in the papers; Syne Tune's former DyHPO used 0.25): the
+        paused trial at the highest epoch whose value there ranks in the top
+        ``1 / sh_reduction_factor`` of all values seen at that epoch is resumed; if none
+        qualifies, the surrogate decides as usual. Counters acquisitions that keep favouring
+        new configurations, so that some trials reach ``max_t``. Defaults to 0 (the papers)
+    :param sh_reduction_factor: see ``sh_probability``. Defaults to 3 (Syne Tune's
+        successive halving)
     :param random_seed: seed of all randomness (candidate sampling, surrogate training)
     """
 
@@ -89,6 +97,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         max_resource_attr: str | None = None,
         max_paused_checkpoints: int | None = None,
         restart_on_lost_checkpoint: bool = False,
+        sh_probability: float = 0.0,
+        sh_reduction_factor: float = 3.0,
         random_seed: int | None = None,
     ):
         super().__init__(random_seed=random_seed)
@@ -102,6 +112,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
         if max_paused_checkpoints is not None and max_paused_checkpoints < 1:
             raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
+        if not 0.0 <= sh_probability <= 1.0:
+            raise ValueError(f"sh_probability must be in [0, 1], got {sh_probability}")
+        if not sh_reduction_factor > 1.0:
+            raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
             raise ValueError(f"num_initial_random must be >= 0, got {num_initial_random}")
         self.config_space = config_space
@@ -115,6 +129,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.max_resource_attr = max_resource_attr
         self.max_paused_checkpoints = max_paused_checkpoints
         self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
+        self.sh_probability = float(sh_probability)
+        self.sh_reduction_factor = float(sh_reduction_factor)
         self.policy = policy
         self._encoder = ConfigEncoder(config_space)
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
@@ -130,6 +146,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._resumed: set[int] = set()  # resumed, no new report yet (restart detection)
         self.num_decisions = 0
         self.num_fallbacks = 0
+        self.num_sh_promotions = 0
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 
@@ -253,6 +270,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "random_seed": int(self.random_seed),
             "num_decisions": self.num_decisions,
             "num_fallbacks": self.num_fallbacks,
+            "sh_probability": self.sh_probability,
+            "sh_reduction_factor": self.sh_reduction_factor,
+            "num_sh_promotions": self.num_sh_promotions,
             "best_value": best,
             "policy": self.policy.metadata(),
             **self._obs.metadata(),
@@ -329,6 +349,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         started = len(self._obs.trials) + sum(kind == "new" for kind, _ in self._pending)
         if new_configs and (started < self.num_initial_random or not self.policy.ready(self._obs)):
             return "new", new_configs[0]
+        if self.sh_probability > 0 and self._rng.uniform() < self.sh_probability:
+            promoted = self._sh_promotion(records)
+            if promoted is not None:
+                self.num_sh_promotions += 1
+                return "resume", promoted
         candidates = self._candidates(records, new_configs, new_x)
         scores = self._score(candidates)
         best = np.flatnonzero(scores == scores.max())
@@ -337,6 +362,25 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if i < len(records):
             return "resume", records[i]
         return "new", new_configs[i - len(records)]
+
+    def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:
+        """Successive halving with a rung at every epoch: among ``records`` (paused, plus the
+        reporting trial), the one at the highest epoch that ranks in the top
+        ``1 / sh_reduction_factor`` of all trials that reached that epoch, or None."""
+        by_epoch: dict[int, list[TrialRecord]] = {}
+        for record in records:
+            if record.last_epoch >= 1:
+                by_epoch.setdefault(record.last_epoch, []).append(record)
+        for epoch in sorted(by_epoch, reverse=True):
+            rung = np.sort(self._obs.scores_at(epoch))[::-1]
+            num_promotable = int(len(rung) / self.sh_reduction_factor)
+            if num_promotable == 0:
+                continue
+            threshold = rung[num_promotable - 1]
+            eligible = [r for r in by_epoch[epoch] if np.isfinite(r.scores[-1]) and r.scores[-1] >= threshold]
+            if eligible:
+                return max(eligible, key=lambda r: r.scores[-1])
+        return None
 
     def _retire_hopeless(self, records: list[TrialRecord], scores: np.ndarray, keep: TrialRecord | None) -> None:
         """Retires paused trials beyond ``max_paused_checkpoints``, lowest acquisition first."""

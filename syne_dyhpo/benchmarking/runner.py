@@ -108,6 +108,9 @@ def _ours(class_name: str, variant: str = "default") -> MethodFactory:
             kwargs["fit_schedule"] = FitSchedule.paper()
             paper_config = {"DyHPO": DeepKernelGPConfig, "DeepPowerLaw": PowerLawConfig}[class_name]
             kwargs["surrogate_config"] = paper_config()
+        elif variant == "sh":
+            # successive-halving promotions mixed in (Syne Tune's former DyHPO: 0.25)
+            kwargs["sh_probability"] = 0.25
         return cls(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
             max_t=d.max_t, random_seed=seed, candidate_configs=configs, **kwargs,
@@ -123,6 +126,7 @@ register_method("DyHPO", _ours("DyHPO"))
 register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
 register_method("DyHPO-paper", _ours("DyHPO", "paper"))
 register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
+register_method("DyHPO-SH", _ours("DyHPO", "sh"))
 
 
 class TimedScheduler(TrialScheduler):
