@@ -42,7 +42,9 @@ class FitSchedule:
     full refits when the data has grown by ``refit_growth`` since the last full fit. In between
     the surrogate is conditioned on all data (for the GP: exact posterior on all points), so no
     observation is ignored by a decision. ``refine_every=1, refit_growth=inf`` is the papers'
-    schedule.
+    schedule. With either, a fit from scratch also happens whenever the observations have
+    outgrown the score normalisation (see :meth:`Observations.normalizer_outdated`), which is
+    only re-estimated at such fits.
 
     :param refine_every: refine after this many new observations
     :param refit_growth: full refit once the data grew by this factor since the last full fit

@@ -101,3 +101,63 @@ def test_normalizer_is_robust_to_diverged_values():
     assert norm.scale == pytest.approx((np.percentile(-losses, 75) - np.percentile(-losses, 25)) / 1.349)
     assert z[:99].max() - z[:99].min() > 2.0  # good configs stay distinguishable
     assert z[99] == norm.floor and norm(np.array([np.nan]))[0] == norm.floor
+
+
+def test_normalizer_keeps_good_scores_in_range_when_most_scores_are_alike():
+    from syne_dyhpo.observations import Normalizer
+
+    # 20 configs at epoch 1 of an error that starts at 0.9 for all, 3 further epochs of one
+    rng = np.random.RandomState(0)
+    errors = np.concatenate([0.9 + 1e-3 * rng.randn(20), [0.7, 0.6, 0.5]])
+    norm = Normalizer()
+    norm.fit(-errors)
+    z = norm(-errors)
+    assert z.max() == pytest.approx(3.0)  # the best score sits 3 scales above the median
+    assert z[20:].tolist() == sorted(z[20:].tolist()) and z[22] - z[20] > 1.0
+
+
+def test_normalizer_outdated_when_data_outgrows_it():
+    from syne_dyhpo.observations import Observations
+
+    obs = Observations(max_t=10, do_minimize=True)
+    for i, v in enumerate([0.90, 0.901, 0.899]):
+        obs.add_trial(i, {}, np.zeros(1))
+        obs.add_result(i, 1, v)
+    obs.refit_normalizer()
+    assert not obs.normalizer_outdated()
+    obs.add_result(0, 2, 0.902)  # alike: same normalisation
+    assert not obs.normalizer_outdated()
+    obs.add_result(0, 3, 0.5)  # far better: scale 100x too small
+    assert obs.normalizer_outdated()
+    version = obs.data_version
+    obs.refit_normalizer()
+    assert not obs.normalizer_outdated() and obs.data_version > version
+
+
+def test_policy_refits_from_scratch_when_normalisation_is_outdated():
+    from syne_dyhpo.observations import Observations
+    from syne_dyhpo.policy import FitSchedule, SurrogatePolicy
+
+    class CountingSurrogate:
+        def __init__(self):
+            self.calls = []
+
+        def fit(self, data, from_scratch, seed):
+            self.calls.append("scratch" if from_scratch else "refine")
+
+        def condition(self, data):
+            self.calls.append("condition")
+
+    sur = CountingSurrogate()
+    policy = SurrogatePolicy(sur, acquisition=None, schedule=FitSchedule(refine_every=100, refit_growth=100.0))
+    obs = Observations(max_t=10, do_minimize=True)
+    for i, v in enumerate([0.90, 0.901]):
+        obs.add_trial(i, {}, np.zeros(1))
+        obs.add_result(i, 1, v)
+    policy.update(obs, seed=0)
+    obs.add_result(0, 2, 0.9005)
+    policy.update(obs, seed=0)
+    obs.add_result(0, 3, 0.4)
+    policy.update(obs, seed=0)
+    assert sur.calls == ["scratch", "condition", "scratch"]
+    assert policy.num_full_fits == 2

@@ -329,3 +329,43 @@ def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
             assert [r.scores for k, r in s.observations.trials.items() if k < 0] == [[-0.5]]
             assert report(s, t0, 2, 0.4) == D.PAUSE  # the job's segment end
             assert s.observations.trials[0].scores == [-0.6, -0.4]
+
+
+def _six_trials_at_epoch_1(sh_probability):
+    # the policy always prefers new configs: only successive halving resumes anything
+    table = [{"x": v} for v in np.linspace(0, 1, 12)]
+    s = FreezeThawScheduler({"x": choice([t["x"] for t in table]), "c": 7}, "loss",
+                            PreferencePolicy(lambda tid, c: 1.0 if tid is None else 0.0), do_minimize=True,
+                            max_t=10, candidate_configs=table, random_seed=0)
+    trials = []
+    for i, loss in enumerate([0.5, 0.3, 0.9, 0.8, 0.7, 0.6]):
+        trials.append(start(s, i))
+        s.sh_probability = sh_probability if i == 5 else 0.0  # decide by rank after all six
+        assert report(s, trials[i], 1, loss) == D.PAUSE
+    return s, trials
+
+
+def test_sh_promotion_resumes_top_third_at_highest_epoch_before_asking_the_policy():
+    s, trials = _six_trials_at_epoch_1(sh_probability=1.0)
+    # rung 1 holds 6 values: its top 6 // 3 = 2 are trials 1 (0.3) and 0 (0.5)
+    sug = s.suggest()
+    assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 1
+    assert report(s, trials[1], 2, 0.25) == D.PAUSE  # rung 2 has 1 value: none promotable
+    sug = s.suggest()
+    assert sug.checkpoint_trial_id == 0  # still in rung 1's top third
+    assert report(s, trials[0], 2, 0.2) == D.PAUSE
+    # rung 2: two values, 2 // 3 = 0 promotable; trials 0 and 1 have left rung 1: nothing
+    assert s.suggest().spawn_new_trial_id
+    assert s.num_sh_promotions == 2 and s.metadata()["num_sh_promotions"] == 2
+
+
+def test_sh_probability_zero_leaves_decisions_to_the_policy():
+    s, _ = _six_trials_at_epoch_1(sh_probability=0.0)
+    assert s.suggest().spawn_new_trial_id and s.num_sh_promotions == 0
+
+
+def test_bad_sh_arguments():
+    with pytest.raises(ValueError, match="sh_probability"):
+        make(lambda tid, c: 0.0, sh_probability=1.5)
+    with pytest.raises(ValueError, match="sh_reduction_factor"):
+        make(lambda tid, c: 0.0, sh_reduction_factor=1.0)

@@ -1,0 +1,32 @@
+"""The project's independent end-to-end check (../shared/tools/check_e2e.py) on both schedulers.
+
+It builds each scheduler with Syne Tune's baseline arguments only, on a synthetic grid whose
+curves all start at the same value: a regression test for a normalisation that collapsed on
+such data (DyHPO then started every configuration and finished none).
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+CHECK = REPO.parent / "shared" / "tools" / "check_e2e.py"
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.skipif(not CHECK.exists(), reason=f"{CHECK} not found")
+@pytest.mark.parametrize("n_workers", [1, 4])
+@pytest.mark.parametrize("scheduler", ["DyHPO", "DeepPowerLaw"])
+def test_check_e2e(tmp_path, scheduler, n_workers):
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SYNETUNE_FOLDER": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, str(CHECK), f"syne_dyhpo:{scheduler}", "--workers", str(n_workers)],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )
+    last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert last.endswith(" ok") and "finished=0" not in last, last
