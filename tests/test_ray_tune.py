@@ -48,6 +48,7 @@ def _fast_kwargs(method: str) -> dict:
 def trainable(config: dict) -> None:
     """Loss (x - 0.3)^2 + 0.5 * opt_penalty + 1/epoch; one report + checkpoint per epoch. Every
     epoch actually trained is appended to a log shared by all trials (local Ray)."""
+    entered = time.time()  # the trial's worker is busy from here (restoring counts)
     trial_id = tune.get_context().get_trial_id()
     start, restored_from = 1, 0
     checkpoint = tune.get_checkpoint()
@@ -57,7 +58,7 @@ def trainable(config: dict) -> None:
         start = restored_from + 1
     penalty = 0.0 if config["opt"] == "good" else 0.5
     for epoch in range(start, config["max_epochs"] + 1):
-        began = time.time()
+        began = entered if epoch == start else time.time()
         time.sleep(0.4)  # "training", long enough for concurrent epochs to overlap measurably
         loss = (config["x"] - 0.3) ** 2 + penalty + 1.0 / epoch
         with open(config["log_path"], "a") as f:
@@ -132,8 +133,8 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
         assert first_after == paused_after + 1, (int_id, paused_after, first_after)
     assert {t for t, _, _ in restored} == {sched.ray_trial_id(i) for i, _, _ in sched.resume_log}
 
-    # ---- several trials ran at once (two CPUs, max_concurrent=2): epochs of different
-    # trials overlapping in time
+    # ---- several trials ran at once (two CPUs, max_concurrent=2): busy spans (an epoch, the
+    # first of a segment from the worker's start) of different trials overlapping in time
     spans = [(t, float(b), float(f)) for t, _, _, b, f in rows]
     overlaps = sum(1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1)
     assert overlaps >= 1, "no two trials ever trained at the same time"
