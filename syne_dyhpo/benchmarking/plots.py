@@ -65,8 +65,9 @@ def plot_regret_curves(
 
 def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 100) -> list[Path]:
     """
-    One PNG per task: mean normalised regret vs simulated time (the table's training times
-    plus the scheduler's own compute, which the simulator adds 1:1), one line per method.
+    One PNG per task: mean normalised regret vs simulated time (the table's training times;
+    the scheduler's compute is included only for runs made with ``charge_scheduler_time``),
+    one line per method.
 
     :param runs: :class:`~syne_dyhpo.benchmarking.report.RunRecord` list
     :param out_dir: Output folder

@@ -250,7 +250,7 @@ def is_done(spec: RunSpec, results_dir: str | Path) -> bool:
     return (run_dir(spec, results_dir) / RUN_FILE).exists()
 
 
-def _backend_class(charge_scheduler_time: bool):
+def simulator_backend_class(charge_scheduler_time: bool = False) -> type:
     """
     Syne Tune's simulator adds the real time spent outside the backend (mostly the
     scheduler's decisions) to simulated time. That makes runs depend on machine load (same
@@ -258,6 +258,9 @@ def _backend_class(charge_scheduler_time: bool):
     simulated time and, once results pile up while the scheduler thinks, in epochs that finish
     after a PAUSE and are dropped. Benchmarks therefore simulate training time only and report
     the scheduler's compute separately (``scheduler_seconds`` in ``run.json``).
+
+    :param charge_scheduler_time: True returns Syne Tune's ``UserBlackboxBackend`` unchanged
+    :return: A ``UserBlackboxBackend`` class, to be constructed with its usual arguments
     """
     from syne_tune.blackbox_repository.simulated_tabular_backend import (
         UserBlackboxBackend,
@@ -332,7 +335,7 @@ def run_one(
         sys.modules["torch"].manual_seed(spec.seed)
     if tuner_sleep_time is None:
         tuner_sleep_time = _default_tuner_sleep_time(bb, definition)
-    backend = _backend_class(charge_scheduler_time)(
+    backend = simulator_backend_class(charge_scheduler_time)(
         blackbox=bb,
         elapsed_time_attr=definition.elapsed_time_attr,
         tuner_sleep_time=tuner_sleep_time,
