@@ -112,27 +112,30 @@ def test_real_pause_and_resume_continue_from_checkpoint(in_tmp, method, capsys):
 
 
 class CorruptCheckpointOnce(TunerCallback):
-    """Overwrites the checkpoint of the first trial that is paused and queued for an immediate
-    resume (it won the decision at its segment end), before the resume starts its process."""
+    """Overwrites the checkpoint of the first trial the scheduler resumes, after ``suggest()``
+    chose it and before the Tuner starts its process (whichever trial that is: the test does
+    not depend on which trial wins a decision, nor on when)."""
 
     def __init__(self):
-        self.tuner = None
         self.corrupted: tuple[int, int] | None = None  # (trial_id, epoch it was paused at)
         self.time: float | None = None
 
     def on_tuning_start(self, tuner):
-        self.tuner = tuner
+        scheduler, backend = tuner.scheduler, tuner.trial_backend
+        suggest = scheduler.suggest
 
-    def on_trial_result(self, trial, status, result, decision):
-        if self.corrupted is not None or decision != D.PAUSE:
-            return
-        if ("resume", trial.trial_id) not in self.tuner.scheduler._pending:
-            return
-        path = Path(self.tuner.trial_backend.checkpoint_trial_path(trial.trial_id)) / CHECKPOINT_FILENAME
-        assert path.exists()
-        path.write_bytes(b"this is not a torch checkpoint")
-        self.corrupted = (trial.trial_id, int(result["epoch"]))
-        self.time = time.monotonic()
+        def suggest_and_corrupt(*args, **kwargs):
+            suggestion = suggest(*args, **kwargs)
+            if self.corrupted is None and suggestion is not None and not suggestion.spawn_new_trial_id:
+                tid = suggestion.checkpoint_trial_id
+                path = Path(backend.checkpoint_trial_path(tid)) / CHECKPOINT_FILENAME
+                assert path.exists()
+                path.write_bytes(b"this is not a torch checkpoint")
+                self.corrupted = (tid, scheduler.observations.trials[tid].last_epoch)
+                self.time = time.monotonic()
+            return suggestion
+
+        scheduler.suggest = suggest_and_corrupt
 
 
 @pytest.mark.parametrize("restart", [False, True], ids=["fail", "restart"])
@@ -140,7 +143,7 @@ def test_corrupt_checkpoint_fails_or_restarts_trial_and_tuning_goes_on(in_tmp, r
     caplog.set_level(logging.INFO)
     corrupt = CorruptCheckpointOnce()
     tr = tune(*(["--restart-on-lost-checkpoint"] if restart else []), callbacks=[corrupt], budget=10)
-    assert corrupt.corrupted is not None, "no trial was paused and resumed at once"
+    assert corrupt.corrupted is not None, "no trial was resumed"
     tid, paused_at = corrupt.corrupted
     stderr = "".join(tr.backend.stderr(tid))
     assert "CheckpointError" in stderr or "not a torch checkpoint" in stderr or "restart" in stderr
