@@ -30,5 +30,5 @@ test-fast: setup
 # Full published benchmark (benchmarks/RESULTS.md); long
 benchmark: setup
 	$(BIN)/python benchmarks/run_benchmarks.py --data ../shared/data/lcbench ../shared/data/taskset \
-		--methods DyHPO DeepPowerLaw RandomSearch ASHA BOHB --seeds 0 1 2 --n-jobs 2 \
+		--methods DyHPO DeepPowerLaw RandomSearch ASHA BOHB --seeds 0 1 2 3 4 --n-jobs 2 \
 		--results-dir benchmarks/results --report-dir benchmarks/figures

@@ -42,6 +42,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--results-dir", default=str(REPO / "benchmarks/results"))
     p.add_argument("--report-dir", default=None,
                    help="where the table and plots go (default: --results-dir)")
+    p.add_argument("--baseline", default="RandomSearch",
+                   help="method the speed-up is measured against (a random search)")
     p.add_argument("--report-only", action="store_true",
                    help="only aggregate the finished runs in --results-dir")
     p.add_argument("--tuner-sleep-time", type=float, default=None,
@@ -79,7 +81,7 @@ def main(argv=None) -> int:
                              tuner_sleep_time=args.tuner_sleep_time,
                              charge_scheduler_time=args.charge_scheduler_time)
     report_dir = args.report_dir or args.results_dir
-    print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods))
+    print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods, baseline=args.baseline))
     print(f"\nTable and plots written to {report_dir}")
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)

@@ -134,6 +134,51 @@ def test_table_restricted_maps_to_unused_rows(tiny_folder):
     assert sched.suggest() is None  # table exhausted
 
 
+def _first_pick_counts(sampling: str, n_seeds: int = 200) -> np.ndarray:
+    """How often each row of a 1-d table is the first suggestion: 9 rows packed in
+    [0.9, 1.0], one isolated row at 0.05, random draws uniform on [0, 1]."""
+    from syne_tune.config_space import uniform
+    from syne_tune.optimizer.baselines import RandomSearch
+
+    space = {"x": uniform(0.0, 1.0)}
+    configs = [{"x": 0.05}] + [{"x": 0.9 + 0.0125 * i} for i in range(9)]
+    counts = np.zeros(len(configs), dtype=int)
+    for seed in range(n_seeds):
+        sched = TableRestricted(RandomSearch(space, metrics=["y"], random_seed=seed), configs, sampling=sampling)
+        counts[configs.index(sched.suggest().config)] += 1
+    return counts
+
+
+def test_table_restricted_uniform_sampling_is_unbiased_nearest_is_not():
+    nearest = _first_pick_counts("nearest")
+    uniform = _first_pick_counts("uniform")
+    # the isolated row owns ~0.47 of [0, 1] under nearest mapping, 1/10 of the rows uniformly
+    assert nearest[0] / nearest.sum() > 0.35
+    assert 0.03 < uniform[0] / uniform.sum() < 0.2
+    assert (uniform > 0).all()
+
+
+def test_table_restricted_uniform_visits_each_row_once_and_is_seeded(tiny_folder):
+    from syne_tune.optimizer.baselines import RandomSearch
+
+    _, bb = load_benchmark(tiny_folder, task="taskA")
+    configs = table_configs(bb)
+
+    def order(seed):
+        sched = TableRestricted(
+            RandomSearch(bb.configuration_space, metrics=["valid_loss"], random_seed=seed), configs,
+            sampling="uniform",
+        )
+        out = [configs.index(sched.suggest().config) for _ in range(N_CONFIGS)]
+        assert sched.suggest() is None
+        return out
+
+    assert sorted(order(3)) == list(range(N_CONFIGS))
+    assert order(3) == order(3) and order(3) != order(4)
+    with pytest.raises(ValueError, match="sampling"):
+        TableRestricted(RandomSearch(bb.configuration_space, metrics=["valid_loss"]), configs, sampling="knn")
+
+
 @pytest.mark.parametrize("method", ["RandomSearch", "ASHA"])
 def test_end_to_end_run(tiny_folder, tmp_path, method):
     spec = RunSpec(method, str(tiny_folder), "taskA", seed=0, budget_epochs=20, n_workers=1)

@@ -58,21 +58,31 @@ def register_method(name: str, factory: MethodFactory) -> None:
     METHODS[name] = factory
 
 
-def _random_search(d, cs, configs, seed):
-    from syne_tune.optimizer.baselines import RandomSearch
+# Random draws (RandomSearch, ASHA's searcher) become uniform draws over the table's unused rows:
+# random search over the table, as our schedulers get it from ``candidate_configs``. The
+# "-nearest" variants map each draw to its nearest row instead (kept to reproduce earlier tables;
+# biased towards isolated rows, see TableRestricted).
+def _random_search(sampling: str = "uniform") -> MethodFactory:
+    def factory(d, cs, configs, seed):
+        from syne_tune.optimizer.baselines import RandomSearch
 
-    rs = RandomSearch(cs, metrics=[d.metric], do_minimize=d.do_minimize, random_seed=seed)
-    return TableRestricted(rs, configs)
+        rs = RandomSearch(cs, metrics=[d.metric], do_minimize=d.do_minimize, random_seed=seed)
+        return TableRestricted(rs, configs, sampling=sampling)
+
+    return factory
 
 
-def _asha(d, cs, configs, seed):
-    from syne_tune.optimizer.baselines import ASHA
+def _asha(sampling: str = "uniform") -> MethodFactory:
+    def factory(d, cs, configs, seed):
+        from syne_tune.optimizer.baselines import ASHA
 
-    sched = ASHA(
-        cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
-        do_minimize=d.do_minimize, random_seed=seed,
-    )
-    return TableRestricted(sched, configs)
+        sched = ASHA(
+            cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
+            do_minimize=d.do_minimize, random_seed=seed,
+        )
+        return TableRestricted(sched, configs, sampling=sampling)
+
+    return factory
 
 
 def _bohb(d, cs, configs, seed):
@@ -82,7 +92,8 @@ def _bohb(d, cs, configs, seed):
         cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
         do_minimize=d.do_minimize, random_seed=seed,
     )
-    return TableRestricted(sched, configs)
+    # BOHB's proposals come from its model: keep them, mapped to the nearest unused row
+    return TableRestricted(sched, configs, sampling="nearest")
 
 
 def _ours(class_name: str, variant: str = "default") -> MethodFactory:
@@ -119,8 +130,10 @@ def _ours(class_name: str, variant: str = "default") -> MethodFactory:
     return factory
 
 
-register_method("RandomSearch", _random_search)
-register_method("ASHA", _asha)
+register_method("RandomSearch", _random_search())
+register_method("ASHA", _asha())
+register_method("RandomSearch-nearest", _random_search("nearest"))
+register_method("ASHA-nearest", _asha("nearest"))
 register_method("BOHB", _bohb)
 register_method("DyHPO", _ours("DyHPO"))
 register_method("DeepPowerLaw", _ours("DeepPowerLaw"))

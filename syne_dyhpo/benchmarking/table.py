@@ -6,10 +6,12 @@ Why restrict by nearest-table-row mapping rather than Syne Tune's
 goes through ``hyperparameter_objectives_values``, which imputes NaN values by
 the previous fidelity and drops configurations whose curves are all NaN
 (TaskSet has such curves), so diverged runs would silently look healthy or
-vanish. Mapping each suggestion to a real, unused row keeps the table values
+vanish. Replacing each suggestion by a real, unused row keeps the table values
 exactly as recorded (NaN included), gives every method the same candidate set
 (the one our freeze-thaw schedulers get as ``candidate_configs``), and never
-evaluates the same row twice.
+evaluates the same row twice. Random draws become uniform draws over the rows
+(``sampling="uniform"``), so that every method sees the same candidate
+distribution; see :class:`TableRestricted`.
 """
 
 from __future__ import annotations
@@ -112,20 +114,39 @@ def metric_bounds(
     )
 
 
+TABLE_SAMPLING = ("uniform", "nearest")
+
+
 class TableRestricted(TrialScheduler):
     """
     Wraps a scheduler sampling from a continuous space so that every new trial
-    uses a configuration of the table: the suggested config is replaced by the
-    nearest not-yet-used table row (Euclidean distance in the
-    :class:`~syne_dyhpo.search_space.ConfigEncoder` space). Resume suggestions pass through. Once all
-    rows are used, ``suggest`` returns None (Syne Tune then stops scheduling).
+    uses a not-yet-used configuration of the table. Resume suggestions pass
+    through. Once all rows are used, ``suggest`` returns None (Syne Tune then
+    stops scheduling). The backend stores the replaced config as
+    ``trial.config``, so the wrapped scheduler learns from the configuration
+    actually evaluated.
 
-    The backend stores the replaced config as ``trial.config``, so the wrapped
-    scheduler learns from the configuration actually evaluated.
+    Two ways to pick the row (``sampling``):
+
+    * ``"uniform"``: a uniformly random unused row (seeded by ``random_seed``);
+      the wrapped scheduler's config is ignored. For schedulers whose new
+      configs are plain random draws (RandomSearch, ASHA), this is random
+      search over the table, the candidate distribution our schedulers get
+      from ``candidate_configs``.
+    * ``"nearest"``: the unused row nearest to the suggested config (Euclidean
+      distance in the :class:`~syne_dyhpo.search_space.ConfigEncoder` space),
+      for model-based proposals (BOHB). Rows are then drawn in proportion to
+      their Voronoi cells under the space's sampling distribution, which is far
+      from uniform when the declared space does not match how the table was
+      sampled (TaskSet: ``beta1``/``beta2`` are declared uniform on [0, 1] but
+      90 % of rows lie above 0.63, so the few low-beta rows soak up most draws).
 
     :param scheduler: Scheduler to wrap
     :param table_configs: Table rows, see :func:`table_configs`
     :param encoder: Encoder; default built from ``scheduler.config_space``
+    :param sampling: ``"nearest"`` (default) or ``"uniform"``, see above
+    :param random_seed: Seed of the uniform row draws; default: the wrapped
+        scheduler's ``random_seed``
     """
 
     def __init__(
@@ -133,15 +154,23 @@ class TableRestricted(TrialScheduler):
         scheduler: TrialScheduler,
         table_configs: list[dict[str, Any]],
         encoder: ConfigEncoder | None = None,
+        sampling: str = "nearest",
+        random_seed: int | None = None,
     ):
-        super().__init__(random_seed=getattr(scheduler, "random_seed", None))
+        if sampling not in TABLE_SAMPLING:
+            raise ValueError(f"sampling must be one of {TABLE_SAMPLING}, got {sampling!r}")
+        if random_seed is None:
+            random_seed = getattr(scheduler, "random_seed", None)
+        super().__init__(random_seed=random_seed)
         self.scheduler = scheduler
         self.table_configs = table_configs
+        self.sampling = sampling
         if encoder is None:
             encoder = ConfigEncoder(scheduler.config_space)
         self.encoder = encoder
         self._X = encoder.encode_many(table_configs)
         self._used = np.zeros(len(table_configs), dtype=bool)
+        self._rng = np.random.RandomState(self.random_seed)
 
     @property
     def num_used(self) -> int:
@@ -156,13 +185,19 @@ class TableRestricted(TrialScheduler):
         d = ((self._X[free] - x) ** 2).sum(axis=1)
         return int(free[int(np.argmin(d))])
 
+    def _random_unused(self) -> int | None:
+        free = np.flatnonzero(~self._used)
+        return int(self._rng.choice(free)) if free.size else None
+
     def suggest(self) -> TrialSuggestion | None:
         suggestion = self.scheduler.suggest()
         if suggestion is None or not suggestion.spawn_new_trial_id:
             return suggestion
         if suggestion.config is None:
             return suggestion
-        idx = self._nearest_unused(suggestion.config)
+        idx = (
+            self._random_unused() if self.sampling == "uniform" else self._nearest_unused(suggestion.config)
+        )
         if idx is None:
             logger.info("All table configurations used, no more suggestions")
             return None
@@ -202,4 +237,5 @@ class TableRestricted(TrialScheduler):
             "wrapper": "TableRestricted",
             "num_table_configs": len(self.table_configs),
             "scheduler": type(self.scheduler).__name__,
+            "table_sampling": self.sampling,
         }
