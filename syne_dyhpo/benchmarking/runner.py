@@ -140,6 +140,7 @@ register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
 register_method("DyHPO-paper", _ours("DyHPO", "paper"))
 register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 register_method("DyHPO-SH", _ours("DyHPO", "sh"))
+register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 
 
 class TimedScheduler(TrialScheduler):
