@@ -40,7 +40,9 @@ def log_expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.nd
     improvement = mean - np.asarray(incumbent, dtype=float)
     safe_std = np.where(std > 0, std, 1.0)
     z = improvement / safe_std
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # both branches are evaluated everywhere and np.where keeps the valid one: the tail branch
+    # overflows for large positive z, where it is discarded
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         # h(z) = z Phi(z) + phi(z); for z < -1 use Phi(z)/phi(z) = sqrt(pi/2) erfcx(-z/sqrt(2))
         log_h_direct = np.log(np.maximum(z * ndtr(z) + _INV_SQRT_2PI * np.exp(-0.5 * z**2), 1e-300))
         ratio = np.sqrt(np.pi / 2) * erfcx(-z / np.sqrt(2))

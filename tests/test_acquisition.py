@@ -31,6 +31,18 @@ def test_log_expected_improvement_matches_and_ranks_where_ei_underflows():
     assert log_ei[0] == pytest.approx(-1250 - 0.5 * np.log(2 * np.pi) - 2 * np.log(50), abs=1e-2)
 
 
+def test_log_expected_improvement_is_quiet_and_right_for_extreme_z():
+    import warnings
+
+    z = np.concatenate([np.linspace(30.0, 40.0, 101), [1e9, -1e9]])  # 37.5 < z < 38 overflows z * ratio
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning from the discarded tail branch
+        log_ei = log_expected_improvement(z, np.ones_like(z), 0.0)
+    # far above the incumbent, EI = improvement
+    np.testing.assert_allclose(log_ei[:-1], np.log(z[:-1]), rtol=1e-9)
+    assert log_ei[-1] < -1e17
+
+
 def test_per_budget_incumbent():
     best = np.array([0.2, -np.inf, 0.9, -np.inf])
     inc = per_budget_incumbent(best, np.array([1, 2, 3, 4]))
