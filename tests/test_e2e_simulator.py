@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import data_folder
-from syne_dyhpo.benchmarking.runner import METHODS, RunSpec, TimedScheduler, register_method, run_dir, run_one
+from syne_dyhpo.benchmarking.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
 
 pytestmark = pytest.mark.slow
 
@@ -94,12 +94,14 @@ class _SleepingScheduler(TimedScheduler):
         return super().on_trial_result(trial, result)
 
 
-register_method("DeepPowerLaw-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(METHODS["DeepPowerLaw"](d, cs, configs, seed)))
-
-
-def test_scheduler_compute_does_not_change_simulation(tmp_path):
+def test_scheduler_compute_does_not_change_simulation(tmp_path, monkeypatch):
     """Benchmarks simulate training time only: a slow scheduler (or a loaded machine) sees the
     same trajectory. Syne Tune's default (charge_scheduler_time=True) does not."""
+    dpl = METHODS["DeepPowerLaw"]
+    # registered for this test only (monkeypatch restores the registry)
+    monkeypatch.setitem(
+        METHODS, "DeepPowerLaw-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(dpl(d, cs, configs, seed))
+    )
 
     def frame(method, charge):
         spec = RunSpec(method, str(data_folder("lcbench")), "Australian", 1, 40, 1)
