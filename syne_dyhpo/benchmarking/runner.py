@@ -62,7 +62,7 @@ def register_method(name: str, factory: MethodFactory) -> None:
 # random search over the table, as our schedulers get it from ``candidate_configs``. The
 # "-nearest" variants map each draw to its nearest row instead (kept to reproduce earlier tables;
 # biased towards isolated rows, see TableRestricted).
-def _random_search(sampling: str = "uniform") -> MethodFactory:
+def _random_search(sampling: str) -> MethodFactory:
     def factory(d, cs, configs, seed):
         from syne_tune.optimizer.baselines import RandomSearch
 
@@ -72,28 +72,19 @@ def _random_search(sampling: str = "uniform") -> MethodFactory:
     return factory
 
 
-def _asha(sampling: str = "uniform") -> MethodFactory:
-    def factory(d, cs, configs, seed):
-        from syne_tune.optimizer.baselines import ASHA
+def _multi_fidelity(class_name: str, sampling: str) -> MethodFactory:
+    """Syne Tune's ASHA or BOHB (same constructor arguments), restricted to the table."""
 
-        sched = ASHA(
+    def factory(d, cs, configs, seed):
+        from syne_tune.optimizer import baselines
+
+        sched = getattr(baselines, class_name)(
             cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
             do_minimize=d.do_minimize, random_seed=seed,
         )
         return TableRestricted(sched, configs, sampling=sampling)
 
     return factory
-
-
-def _bohb(d, cs, configs, seed):
-    from syne_tune.optimizer.baselines import BOHB
-
-    sched = BOHB(
-        cs, metric=d.metric, time_attr=d.time_attr, max_t=d.max_t,
-        do_minimize=d.do_minimize, random_seed=seed,
-    )
-    # BOHB's proposals come from its model: keep them, mapped to the nearest unused row
-    return TableRestricted(sched, configs, sampling="nearest")
 
 
 def _ours(class_name: str, variant: str = "default") -> MethodFactory:
@@ -130,11 +121,12 @@ def _ours(class_name: str, variant: str = "default") -> MethodFactory:
     return factory
 
 
-register_method("RandomSearch", _random_search())
-register_method("ASHA", _asha())
+register_method("RandomSearch", _random_search("uniform"))
+register_method("ASHA", _multi_fidelity("ASHA", "uniform"))
 register_method("RandomSearch-nearest", _random_search("nearest"))
-register_method("ASHA-nearest", _asha("nearest"))
-register_method("BOHB", _bohb)
+register_method("ASHA-nearest", _multi_fidelity("ASHA", "nearest"))
+# BOHB's proposals come from its model: keep them, mapped to the nearest unused row
+register_method("BOHB", _multi_fidelity("BOHB", "nearest"))
 register_method("DyHPO", _ours("DyHPO"))
 register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
 register_method("DyHPO-paper", _ours("DyHPO", "paper"))

@@ -177,17 +177,16 @@ class TableRestricted(TrialScheduler):
         """Number of table rows handed out so far."""
         return int(self._used.sum())
 
-    def _nearest_unused(self, config: dict[str, Any]) -> int | None:
+    def _pick_unused(self, config: dict[str, Any]) -> int | None:
+        """Index of the row replacing ``config`` (see ``sampling``), None once all are used."""
         free = np.flatnonzero(~self._used)
         if free.size == 0:
             return None
+        if self.sampling == "uniform":
+            return int(self._rng.choice(free))
         x = self.encoder.encode(config)
         d = ((self._X[free] - x) ** 2).sum(axis=1)
         return int(free[int(np.argmin(d))])
-
-    def _random_unused(self) -> int | None:
-        free = np.flatnonzero(~self._used)
-        return int(self._rng.choice(free)) if free.size else None
 
     def suggest(self) -> TrialSuggestion | None:
         suggestion = self.scheduler.suggest()
@@ -195,9 +194,7 @@ class TableRestricted(TrialScheduler):
             return suggestion
         if suggestion.config is None:
             return suggestion
-        idx = (
-            self._random_unused() if self.sampling == "uniform" else self._nearest_unused(suggestion.config)
-        )
+        idx = self._pick_unused(suggestion.config)
         if idx is None:
             logger.info("All table configurations used, no more suggestions")
             return None
