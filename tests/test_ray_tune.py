@@ -47,9 +47,17 @@ def _fast_kwargs(method: str) -> dict:
 
 def trainable(config: dict) -> None:
     """Loss (x - 0.3)^2 + 0.5 * opt_penalty + 1/epoch; one report + checkpoint per epoch. Every
-    epoch actually trained is appended to a log shared by all trials (local Ray)."""
+    epoch actually trained is appended to a log shared by all trials (local Ray).
+
+    A trial's first epoch lasts until some other trial has started (at most 15 s): with 1-epoch
+    segments, 0.4 s epochs can otherwise run back to back while Ray starts the next worker, and
+    the test's overlap check would measure start-up latency instead of concurrency. A scheduler
+    that never runs two trials at once still fails that check (the wait then times out)."""
     entered = time.time()  # the trial's worker is busy from here (restoring counts)
     trial_id = tune.get_context().get_trial_id()
+    started = Path(config["log_path"]).parent / "started"
+    started.mkdir(exist_ok=True)
+    (started / trial_id).touch()
     start, restored_from = 1, 0
     checkpoint = tune.get_checkpoint()
     if checkpoint is not None:
@@ -59,7 +67,10 @@ def trainable(config: dict) -> None:
     penalty = 0.0 if config["opt"] == "good" else 0.5
     for epoch in range(start, config["max_epochs"] + 1):
         began = entered if epoch == start else time.time()
-        time.sleep(0.4)  # "training", long enough for concurrent epochs to overlap measurably
+        time.sleep(0.4)  # "training"
+        deadline = time.time() + 15.0
+        while epoch == 1 and time.time() < deadline and not any(p.name != trial_id for p in started.iterdir()):
+            time.sleep(0.05)
         loss = (config["x"] - 0.3) ** 2 + penalty + 1.0 / epoch
         with open(config["log_path"], "a") as f:
             f.write(f"{trial_id} {epoch} {restored_from} {began} {time.time()}\n")
