@@ -354,8 +354,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             if promoted is not None:
                 self.num_sh_promotions += 1
                 return "resume", promoted
+        # refit first: candidate curves are normalised with the normaliser the fit may change
+        refitted = self._refit()
         candidates = self._candidates(records, new_configs, new_x)
-        scores = self._score(candidates)
+        scores = self._score(candidates) if refitted else self._random_scores(len(candidates))
         best = np.flatnonzero(scores == scores.max())
         i = int(best[0] if len(best) == 1 else self._rng.choice(best))
         self._retire_hopeless(records, scores[: len(records)], keep=records[i] if i < len(records) else None)
@@ -433,24 +435,38 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             configs=[r.config for r in records] + new_configs,
         )
 
-    def _score(self, candidates: Candidates) -> np.ndarray:
+    def _refit(self) -> bool:
+        """Updates the policy on all observations (if new ones arrived); False if it failed."""
         seed = (int(self.random_seed) * 1_000_003 + self.num_decisions) % (2**31 - 1)
         try:
             if self._obs.num_observations != self._observations_at_update:
                 self.policy.update(self._obs, seed=seed)
                 self._observations_at_update = self._obs.num_observations
+            return True
+        except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
+            self._on_surrogate_failure(err)
+            return False
+
+    def _score(self, candidates: Candidates) -> np.ndarray:
+        try:
             scores = np.asarray(self.policy.score(candidates, self._obs), dtype=float)
             if scores.shape != (len(candidates),) or np.any(np.isnan(scores)):
                 raise FloatingPointError("acquisition returned NaN scores")
             return scores
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
-            # the surrogate keeps its own rollback state; here we only make sure a decision is
-            # made (uniformly at random) and the next update refits from scratch
-            self.num_fallbacks += 1
-            self._observations_at_update = -1
-            self.policy.reset()
-            logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
-            return self._rng.uniform(size=len(candidates))
+            self._on_surrogate_failure(err)
+            return self._random_scores(len(candidates))
+
+    def _on_surrogate_failure(self, err: Exception) -> None:
+        # the surrogate keeps its own rollback state; here we only make sure a decision is
+        # made (uniformly at random) and the next update refits from scratch
+        self.num_fallbacks += 1
+        self._observations_at_update = -1
+        self.policy.reset()
+        logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
+
+    def _random_scores(self, num: int) -> np.ndarray:
+        return self._rng.uniform(size=num)
 
 
 class _RetiredCheckpointRemoval(TunerCallback):

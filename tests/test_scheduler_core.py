@@ -369,3 +369,46 @@ def test_bad_sh_arguments():
         make(lambda tid, c: 0.0, sh_probability=1.5)
     with pytest.raises(ValueError, match="sh_reduction_factor"):
         make(lambda tid, c: 0.0, sh_reduction_factor=1.0)
+
+
+def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkeypatch):
+    """A fit from scratch re-estimates the score normalisation; the paused trials' curves the
+    surrogate scores must be expressed in that new normalisation, not the one before the fit
+    (they once reached |z| = 60 against normalised training rows)."""
+    from syne_dyhpo.surrogates import deep_kernel_gp
+
+    predicted_curves = []
+    original_predict = deep_kernel_gp.DeepKernelGP.predict
+
+    def recording_predict(self, candidates, budget):
+        predicted_curves.append((candidates.curves.copy(), list(candidates.trial_ids)))
+        return original_predict(self, candidates, budget)
+
+    monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "predict", recording_predict)
+    s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0, num_candidates=8)
+    rng = np.random.RandomState(0)
+    trials = {}
+    checked = 0
+    for _ in range(40):
+        sug = s.suggest()
+        if sug.spawn_new_trial_id:
+            trial = make_trial(len(trials), sug.config)
+            trials[trial.trial_id] = trial
+            s.on_trial_add(trial)
+        else:
+            trial = trials[sug.checkpoint_trial_id]
+        decision = D.CONTINUE
+        while decision == D.CONTINUE:
+            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+            acc = 50 + 40 * trial.config["x"] * (1 - 0.5**epoch) + rng.rand()  # percent: far from N(0, 1)
+            decision = s.on_trial_result(trial, {"epoch": epoch, "acc": acc})
+        s.on_trial_remove(trial)
+        if not predicted_curves:
+            continue
+        curves, trial_ids = predicted_curves[-1]
+        for row, tid in zip(curves, trial_ids):
+            if tid is not None:
+                scores = np.asarray(s.observations.trials[tid].scores[: int(np.sum(~np.isnan(row)))])
+                np.testing.assert_allclose(row[: len(scores)], s.observations.normalizer(scores), atol=1e-9)
+                checked += 1
+    assert checked > 20
