@@ -1,5 +1,5 @@
 """DyHPO (with and without successive-halving promotions) and DeepPowerLaw on the synthetic grid
-of ../shared/tools/check_e2e.py, in a deterministic simulation (training time only), scheduler
+of benchmarks/check_e2e.py, in a deterministic simulation (training time only), scheduler
 seeds 0-5, 1 and 4 workers, 200 epochs each. Prints, per setting, the runs in which a trial
 reached max_t, the mean best value and the mean number of trials started.
 
@@ -15,14 +15,16 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(REPO.parent / "shared" / "tools"), str(REPO)]
+# run as a script, sys.path[0] is benchmarks/ itself, whose modules have generic names
+# (runner, metrics, report): import them as the benchmarks package from the repo root instead
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-import check_e2e  # noqa: E402
+from benchmarks import check_e2e  # noqa: E402
 from syne_tune import Tuner  # noqa: E402
 from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback  # noqa: E402
 
 from syne_dyhpo import DeepPowerLaw, DyHPO  # noqa: E402
-from syne_dyhpo.benchmarking.runner import simulator_backend_class  # noqa: E402
+from benchmarks.runner import simulator_backend_class  # noqa: E402
 
 BUDGET = 200
 SEEDS = range(6)

@@ -25,13 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parents[1]
+# run as a script, sys.path[0] is benchmarks/ itself, whose modules have generic names
+# (runner, metrics, report): import them as the benchmarks package from the repo root instead
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
 from syne_tune.optimizer.baselines import RandomSearch  # noqa: E402
 
-from syne_dyhpo.benchmarking.blackboxes import list_tasks, load_benchmark  # noqa: E402
-from syne_dyhpo.benchmarking.table import TABLE_SAMPLING, TableRestricted, table_configs  # noqa: E402
+from benchmarks.blackboxes import list_tasks, load_benchmark  # noqa: E402
+from benchmarks.table import TABLE_SAMPLING, TableRestricted, table_configs  # noqa: E402
 
 
 def best_rows(blackbox, metric: str, do_minimize: bool, k: int) -> np.ndarray:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "benchmarks"))
+REPO = Path(__file__).resolve().parents[1]
+# run as a script, sys.path[0] is benchmarks/ itself, whose modules have generic names
+# (runner, metrics, report): import them as the benchmarks package from the repo root instead
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-import run_benchmarks  # noqa: E402
+from benchmarks import run_benchmarks  # noqa: E402
 
 DEFAULTS = [
     "--data", str(REPO / "benchmarks/data/lcbench"), str(REPO / "benchmarks/data/taskset"),

@@ -16,14 +16,17 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parents[1]
+# run as a script, sys.path[0] is benchmarks/ itself, whose modules have generic names
+# (runner, metrics, report): import them as the benchmarks package from the repo root instead
+sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from syne_dyhpo.benchmarking.blackboxes import list_tasks, load_benchmark  # noqa: E402
-from syne_dyhpo.benchmarking.report import make_report  # noqa: E402
-from syne_dyhpo.benchmarking.runner import METHODS, make_grid, run_grid  # noqa: E402
+from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
+from benchmarks.report import make_report  # noqa: E402
+from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
 
-DEFAULT_DATA = [str(REPO / "../shared/data/lcbench"), str(REPO / "../shared/data/taskset")]
+# the small subsets the repo ships (2 LCBench + 2 TaskSet tasks, benchmarks/data/README.md)
+DEFAULT_DATA = [str(REPO / "benchmarks/data/lcbench"), str(REPO / "benchmarks/data/taskset")]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -61,6 +64,11 @@ def main(argv=None) -> int:
     if unknown:
         print(f"Unknown methods {sorted(unknown)}; known: {sorted(METHODS)}", file=sys.stderr)
         return 2
+    for source in args.data:
+        if not (is_serialized_folder(source) or source in KNOWN_BLACKBOXES):
+            print(f"--data {source}: neither a folder in Syne Tune's serialized blackbox layout nor one "
+                  f"of {sorted(KNOWN_BLACKBOXES)}", file=sys.stderr)
+            return 2
     pairs, budgets = [], {}
     for source in args.data:
         source = os.path.normpath(source) if os.path.exists(source) else source

@@ -8,15 +8,15 @@ import pytest
 from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular, serialize
 from syne_tune.config_space import loguniform, randint
 
-from syne_dyhpo.benchmarking import blackboxes
-from syne_dyhpo.benchmarking.blackboxes import (
+from benchmarks import blackboxes
+from benchmarks.blackboxes import (
     BlackboxNotAvailableError,
     find_serialized_folders,
     infer_do_minimize,
     load_benchmark,
 )
-from syne_dyhpo.benchmarking.runner import RESULTS_FILE, RUN_FILE, RunSpec, run_dir, run_one
-from syne_dyhpo.benchmarking.table import TableRestricted, metric_bounds, table_configs
+from benchmarks.runner import RESULTS_FILE, RUN_FILE, RunSpec, run_dir, run_one
+from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
 N_CONFIGS, N_FID = 12, 5
 
@@ -217,7 +217,7 @@ def test_random_search_exhausts_table(tiny_folder, tmp_path):
 
 
 def test_report_from_results_folder(tiny_folder, tmp_path):
-    from syne_dyhpo.benchmarking.report import load_runs, long_table, make_report, summary_table
+    from benchmarks.report import load_runs, long_table, make_report, summary_table
 
     for method in ("RandomSearch", "ASHA"):
         run_one(RunSpec(method, str(tiny_folder), "taskA", 0, 20), tmp_path)

@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from syne_dyhpo.benchmarking.metrics import (
+from benchmarks.metrics import (
     average_ranks,
     first_epoch_reaching,
     incumbent_trajectory,

@@ -1,4 +1,4 @@
-"""The project's independent end-to-end check (../shared/tools/check_e2e.py) on both schedulers.
+"""The project's independent end-to-end check (benchmarks/check_e2e.py) on both schedulers.
 
 It builds each scheduler with Syne Tune's baseline arguments only, on a synthetic grid whose
 curves all start at the same value: a regression test for a normalisation that collapsed on
@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO
 
-CHECK = REPO.parent / "shared" / "tools" / "check_e2e.py"
+CHECK = REPO / "benchmarks" / "check_e2e.py"
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,6 @@ pytestmark = pytest.mark.slow
 # epochs within 200 is a coin flip (deterministic simulation, seeds 0-5: DyHPO 3 of 6,
 # DeepPowerLaw 4 of 6; with 1 worker 6 of 6 each). The 4-worker runs of test_e2e_simulator
 # are deterministic.
-@pytest.mark.skipif(not CHECK.exists(), reason=f"{CHECK} not found")
 @pytest.mark.parametrize("scheduler, n_workers", [("DyHPO", 1), ("DeepPowerLaw", 1)])
 def test_check_e2e(tmp_path, scheduler, n_workers):
     env = {**os.environ, "PYTHONPATH": str(REPO), "SYNETUNE_FOLDER": str(tmp_path)}

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from conftest import data_folder
-from syne_dyhpo.benchmarking.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
+from benchmarks.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
 
 pytestmark = pytest.mark.slow
 

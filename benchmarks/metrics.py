@@ -10,7 +10,7 @@ Conventions (all documented here once):
   NaN/inf values (diverged curves) never become incumbent; before the first
   finite value the incumbent is NaN.
 * Normalised regret = ``(best - incumbent) / (best - worst)`` with ``best`` and
-  ``worst`` from :class:`~syne_dyhpo.benchmarking.table.MetricBounds` (this
+  ``worst`` from :class:`~benchmarks.table.MetricBounds` (this
   formula is sign-correct for both directions). It is clipped to ``[0, 1]``;
   a NaN incumbent (nothing finite seen) has regret 1.
 """

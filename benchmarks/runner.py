@@ -33,9 +33,9 @@ from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
 from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
-from syne_dyhpo.benchmarking.blackboxes import BenchmarkDefinition, load_benchmark
-from syne_dyhpo.benchmarking.metrics import incumbent_trajectory, regret_at_fractions
-from syne_dyhpo.benchmarking.table import TableRestricted, metric_bounds, table_configs
+from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
+from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
+from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +245,7 @@ def run_dir(spec: RunSpec, results_dir: str | Path) -> Path:
     """
     :return: Folder of this run's results (benchmark name from the source)
     """
-    from syne_dyhpo.benchmarking.blackboxes import KNOWN_BLACKBOXES
+    from benchmarks.blackboxes import KNOWN_BLACKBOXES
 
     bench = spec.source if spec.source in KNOWN_BLACKBOXES else Path(spec.source).resolve().name
     return Path(results_dir) / spec.key(bench)
@@ -282,7 +282,7 @@ def simulator_backend_class(charge_scheduler_time: bool = False) -> type:
     if not callable(getattr(UserBlackboxBackend, "_advance_by_outside_time", None)):
         raise RuntimeError(
             "This Syne Tune version has no SimulatorBackend._advance_by_outside_time; "
-            "pass charge_scheduler_time=True or update syne_dyhpo.benchmarking.runner"
+            "pass charge_scheduler_time=True or update benchmarks.runner"
         )
     return TrainingTimeOnlyBackend
 
@@ -314,7 +314,7 @@ def run_one(
     :param tuner_sleep_time: Simulated seconds per Tuner loop; default a tenth
         of the table's median epoch duration
     :param overwrite: Redo the run even if its results exist
-    :param worst_quantile: See :func:`~syne_dyhpo.benchmarking.table.metric_bounds`
+    :param worst_quantile: See :func:`~benchmarks.table.metric_bounds`
     :param charge_scheduler_time: Add the scheduler's real compute time to simulated time
         (Syne Tune's default). False (default) simulates training time only, which makes a run
         reproducible from its seed; the compute is reported as ``scheduler_seconds``

@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from syne_dyhpo.benchmarking.metrics import normalized_regret  # noqa: E402
+from benchmarks.metrics import normalized_regret  # noqa: E402
 
 
 def plot_regret_curves(
@@ -24,7 +24,7 @@ def plot_regret_curves(
     Runs of a family may have different budgets; the x-axis goes up to the
     smallest one.
 
-    :param runs: :class:`~syne_dyhpo.benchmarking.report.RunRecord` list
+    :param runs: :class:`~benchmarks.report.RunRecord` list
     :param out_dir: Output folder
     :param num_points: Points on the epoch grid
     :param log_y: Log-scale regret axis
@@ -69,7 +69,7 @@ def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 1
     the scheduler's compute is included only for runs made with ``charge_scheduler_time``),
     one line per method.
 
-    :param runs: :class:`~syne_dyhpo.benchmarking.report.RunRecord` list
+    :param runs: :class:`~benchmarks.report.RunRecord` list
     :param out_dir: Output folder
     :param num_points: Points on the (log-spaced) time grid
     :return: Paths of the written files

@@ -15,14 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from syne_dyhpo.benchmarking.metrics import (
+from benchmarks.metrics import (
     average_ranks,
     incumbent_trajectory,
     regret_at_fractions,
     regret_curve,
     speedup_vs_random,
 )
-from syne_dyhpo.benchmarking.runner import RESULTS_FILE, RUN_FILE
+from benchmarks.runner import RESULTS_FILE, RUN_FILE
 
 FRACTIONS = (0.25, 0.5, 1.0)
 BASELINE = "RandomSearch"
@@ -34,7 +34,7 @@ class RunRecord:
     A finished run: its summary and its anytime-incumbent trajectory.
 
     :param summary: Content of ``run.json``
-    :param trajectory: See :func:`~syne_dyhpo.benchmarking.metrics.incumbent_trajectory`
+    :param trajectory: See :func:`~benchmarks.metrics.incumbent_trajectory`
     """
 
     summary: dict[str, Any]
@@ -176,7 +176,7 @@ def make_report(
     :param baseline: Method the speed-up is measured against
     :return: The markdown table
     """
-    from syne_dyhpo.benchmarking.plots import plot_regret_curves, plot_regret_vs_time
+    from benchmarks.plots import plot_regret_curves, plot_regret_vs_time
 
     out_dir = Path(out_dir or results_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -191,7 +191,7 @@ def make_report(
     md = (
         "Normalised regret = (best - incumbent) / (best - worst), best over all "
         "fidelities, worst = 0.9 quantile of finite final-fidelity values "
-        "(see syne_dyhpo.benchmarking.table.MetricBounds), clipped to [0, 1]. "
+        "(see benchmarks.table.MetricBounds), clipped to [0, 1]. "
         f"Speed-up vs {baseline}: unreached = 0.\n\n" + to_markdown(table)
     )
     (out_dir / "summary.md").write_text(md + "\n")
