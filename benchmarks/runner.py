@@ -88,32 +88,25 @@ def _multi_fidelity(class_name: str, sampling: str) -> MethodFactory:
 
 
 def _ours(class_name: str, variant: str = "default") -> MethodFactory:
-    # Lazy import: the registry must work before these schedulers exist.
-    def factory(d, cs, configs, seed):
-        try:
-            import syne_dyhpo
+    """DyHPO or DeepPowerLaw with the table as ``candidate_configs``; ``variant``: "default",
+    "paper" (the authors' surrogate training: slow) or "sh" (successive-halving promotions
+    mixed in with probability 0.25, as Syne Tune's former DyHPO)."""
 
-            cls = getattr(syne_dyhpo, class_name)
-        except (ImportError, AttributeError) as ex:
-            raise RuntimeError(
-                f"Method {class_name} is not available: syne_dyhpo.{class_name} "
-                f"cannot be imported ({ex})"
-            ) from ex
+    def factory(d, cs, configs, seed):
+        import syne_dyhpo
+        from syne_dyhpo.methods import deep_power_law, dyhpo
+
         kwargs = {}
         if variant == "paper":
-            # the papers' surrogate training schedules (slow; see syne_dyhpo.dyhpo / deep_power_law)
-            from syne_dyhpo.policy import FitSchedule
-            from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
-
-            from syne_dyhpo.surrogates.power_law import PowerLawConfig
-
-            kwargs["fit_schedule"] = FitSchedule.paper()
-            paper_config = {"DyHPO": DeepKernelGPConfig, "DeepPowerLaw": PowerLawConfig}[class_name]
-            kwargs["surrogate_config"] = paper_config()
+            method, surrogate_config = {
+                "DyHPO": (dyhpo, syne_dyhpo.DeepKernelGPConfig),
+                "DeepPowerLaw": (deep_power_law, syne_dyhpo.PowerLawConfig),
+            }[class_name]
+            kwargs["fit_schedule"] = method.paper_fit_schedule()
+            kwargs["surrogate_config"] = surrogate_config()
         elif variant == "sh":
-            # successive-halving promotions mixed in (Syne Tune's former DyHPO: 0.25)
             kwargs["sh_probability"] = 0.25
-        return cls(
+        return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
             max_t=d.max_t, random_seed=seed, candidate_configs=configs, **kwargs,
         )

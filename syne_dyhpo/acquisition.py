@@ -1,16 +1,26 @@
-"""Expected improvement and the incumbents the two methods use (scores are maximised)."""
+"""Expected improvement, computed stably, and the acquisition base class of both methods.
+
+Scores are maximised. Each method's acquisition (:mod:`syne_dyhpo.methods`) is a small
+:class:`LogExpectedImprovement` given its incumbent ``best_f`` and the budget at which it asks
+the model, in the style of BoTorch's ``LogExpectedImprovement``.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.special import erfcx, ndtr
+
+if TYPE_CHECKING:
+    from syne_dyhpo.core.candidates import Candidates
+    from syne_dyhpo.core.policy import FittedModel
 
 _INV_SQRT_2PI = 1.0 / np.sqrt(2.0 * np.pi)
 
 
 def expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.ndarray | float) -> np.ndarray:
-    """EI of a Gaussian posterior over a score to maximise.
-
+    """EI of a Gaussian posterior over a score to maximise (Jones et al., 1998, eq. 15):
     ``EI = (mu - y*) Phi(z) + sigma phi(z)``, ``z = (mu - y*) / sigma``; with ``sigma = 0`` it
     is ``max(mu - y*, 0)``.
 
@@ -30,8 +40,8 @@ def expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.ndarra
 
 def log_expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.ndarray | float) -> np.ndarray:
     """log EI, computed stably (Ament et al., 2023, "Unexpected Improvements to Expected
-    Improvement"): same ranking as EI where EI is representable, and still a ranking where EI
-    underflows to 0 (candidates many standard deviations below the incumbent).
+    Improvement", eq. 9): same ranking as EI where EI is representable, and still a ranking
+    where EI underflows to 0 (candidates many standard deviations below the incumbent).
 
     :return: log EI per candidate (-inf only where ``std = 0`` and there is no improvement)
     """
@@ -52,14 +62,31 @@ def log_expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.nd
     return np.where(std > 0, np.log(safe_std) + log_h, no_noise)
 
 
-def per_budget_incumbent(best_per_budget: np.ndarray, budgets: np.ndarray) -> np.ndarray:
-    """DyHPO's incumbent for EI_MF: the best score observed at the candidate's budget by any
-    configuration if one was observed there, otherwise the best score observed at any budget.
+class LogExpectedImprovement:
+    """log EI of a fitted model's predictive distribution at :meth:`budgets` of the candidates,
+    against the incumbent score :meth:`best_f` (raw scores; compared in the model's normalised
+    space through its outcome transform).
 
-    :param best_per_budget: best score at epochs 1..max_t, -inf where none was observed
-    :param budgets: candidate budgets (epochs, 1-based), shape (m,)
-    :return: incumbent per candidate, shape (m,)
+    Subclasses say at which budget the model is asked and what the incumbent is.
+
+    :param model: the fitted surrogate and its outcome transform
     """
-    best_any = np.max(best_per_budget) if len(best_per_budget) else -np.inf
-    at_budget = best_per_budget[np.asarray(budgets, dtype=int) - 1]
-    return np.where(np.isfinite(at_budget), at_budget, best_any)
+
+    def __init__(self, model: "FittedModel"):
+        self.model = model
+
+    def budgets(self, candidates: "Candidates") -> np.ndarray:
+        """Epoch at which each candidate's score is predicted."""
+        raise NotImplementedError
+
+    def best_f(self, candidates: "Candidates") -> np.ndarray:
+        """Incumbent score per candidate (raw score units), shape (m,)."""
+        raise NotImplementedError
+
+    def __call__(self, candidates: "Candidates") -> np.ndarray:
+        """
+        :param candidates: what the decision chooses from
+        :return: log EI per candidate, shape (m,); higher is better
+        """
+        mean, std = self.model.predict(candidates, self.budgets(candidates))
+        return log_expected_improvement(mean, std, self.model.transform(self.best_f(candidates)))

@@ -2,7 +2,7 @@
 
 One implementation of each method, two front ends: the policy logic (surrogate, acquisition,
 config encoding, the decision "resume the best paused trial or start the best new config, one
-budget step at a time") lives in one :class:`~syne_dyhpo.scheduler.FreezeThawScheduler`
+budget step at a time") lives in one :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
 instance (the *core*, e.g. :class:`~syne_dyhpo.DyHPO`). This module only translates Ray Tune
 events into the core's Syne Tune calls:
 
@@ -72,8 +72,7 @@ from syne_tune import config_space as st_cs
 from syne_tune.backend.trial_status import Trial as SyneTrial
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
-from syne_dyhpo.observations import TrialStatus
-from syne_dyhpo.scheduler import FreezeThawScheduler
+from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
 logger = logging.getLogger(__name__)
 
@@ -86,7 +85,7 @@ _DECISIONS = {
 
 class FreezeThawRayScheduler(RayTrialScheduler):
     """Ray Tune ``TrialScheduler`` running a freeze-thaw method (DyHPO, Deep Power Law) whose
-    decisions are made by a Syne Tune :class:`~syne_dyhpo.scheduler.FreezeThawScheduler`.
+    decisions are made by a Syne Tune :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`.
 
     Use it together with its paired searcher (:attr:`searcher`), most simply through
     :meth:`tune_config`. Do not set ``max_concurrent_trials`` in Ray's ``TuneConfig``: Ray's
@@ -234,9 +233,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         # a PAUSED or PENDING trial was stopped (by us at the end of the budget, or by Ray)
         int_id = self._int_id.get(trial.trial_id)
         if int_id is not None:
-            record = self.core.observations.trials.get(int_id)
-            if record is not None and record.status in (TrialStatus.RUNNING, TrialStatus.PAUSED):
-                record.status = TrialStatus.COMPLETED  # Ray will never run it again
+            self.core.end_trial(int_id)  # Ray will never run it again
             self._forget_resume(int_id)
 
     def choose_trial_to_run(self, tune_controller: Any) -> RayTrial | None:
@@ -256,9 +253,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
                 continue  # still saving the checkpoint of its pause; resume it afterwards
             self._to_resume.remove(int_id)
             if status != RayTrial.RUNNING:  # ended meanwhile: never resumable again
-                record = self.core.observations.trials[int_id]
-                if record.status is TrialStatus.RUNNING:
-                    record.status = TrialStatus.COMPLETED
+                self.core.end_trial(int_id)
         return None
 
     def debug_string(self) -> str:
@@ -279,15 +274,15 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         if self._budget_spent():
             return
         while self._free_slots() > 0:
-            self.core.allow_new_trials = self._may_start_new()
+            may_start_new = self._may_start_new()
+            self.core.allow_new_trials(may_start_new)
             suggestion = self.core.suggest()
             if suggestion is None:
-                if self.core.allow_new_trials:
+                if may_start_new:
                     self._pool_exhausted = True  # finite candidate set used up
                 return
             if suggestion.spawn_new_trial_id:
-                if self.core.allow_new_trials:  # else: an outdated queued decision of the core
-                    self._new_configs.append(dict(suggestion.config))
+                self._new_configs.append(dict(suggestion.config))
             else:
                 self._to_resume.append(int(suggestion.checkpoint_trial_id))
 
@@ -303,11 +298,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             return RaySearcher.FINISHED
         return None
 
-    def _num_running(self) -> int:
-        return sum(r.status is TrialStatus.RUNNING for r in self.core.observations.trials.values())
-
     def _free_slots(self) -> int:
-        busy = self._num_running() + len(self._new_configs)
+        busy = self.core.num_running() + len(self._new_configs)
         free = self.max_concurrent - busy
         if self.max_total_epochs is not None:  # every running trial will use >= 1 more epoch
             free = min(free, self.max_total_epochs - self.core.observations.num_observations - busy)
@@ -435,16 +427,13 @@ def config_space_from_ray(space: dict[str, Any]) -> dict[str, Any]:
 def _core_class(method: str) -> Callable[..., FreezeThawScheduler]:
     key = method.lower().replace("-", "_")
     if key == "dyhpo":
-        from syne_dyhpo.dyhpo import DyHPO
+        from syne_dyhpo.methods.dyhpo import DyHPO
 
         return DyHPO
     if key in ("dpl", "deep_power_law", "deeppowerlaw"):
-        import syne_dyhpo
+        from syne_dyhpo.methods.deep_power_law import DeepPowerLaw
 
-        cls = getattr(syne_dyhpo, "DeepPowerLaw", None)
-        if cls is None:
-            raise ImportError("syne_dyhpo.DeepPowerLaw is not available in this version of syne_dyhpo")
-        return cls
+        return DeepPowerLaw
     raise ValueError(f"Unknown method '{method}': use 'dyhpo' or 'dpl'")
 
 

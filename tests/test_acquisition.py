@@ -3,9 +3,13 @@
 import numpy as np
 import pytest
 
-from syne_dyhpo.acquisition import expected_improvement, log_expected_improvement, per_budget_incumbent
-from syne_dyhpo.observations import Candidates, Observations
-from syne_dyhpo.policy import ei_at_max_budget, ei_at_next_budget
+from syne_dyhpo.acquisition import expected_improvement, log_expected_improvement
+from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.observations import Observations
+from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.methods.deep_power_law import MaxBudgetLogEI
+from syne_dyhpo.methods.dyhpo import MultiFidelityLogEI, per_budget_incumbent
+from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 
 def test_expected_improvement_closed_form():
@@ -76,11 +80,16 @@ def candidates(budgets):
     return Candidates(np.zeros((m, 1)), np.array(budgets), np.full((m, 4), np.nan), [None] * m, [{}] * m)
 
 
+def fixed_model(mean, std):
+    """A fitted model whose transform is the identity (z = score) and whose predictions are fixed."""
+    return FittedModel(FixedSurrogate(mean, std), ScoreTransform())
+
+
 def test_dyhpo_acquisition_uses_per_budget_incumbent():
-    obs = observations_two_trials()  # normaliser left at identity: z = score
-    sur = FixedSurrogate([0.75, 0.75, 0.75], [0.1, 0.1, 0.1])
-    ei = ei_at_next_budget(sur, candidates([1, 2, 3]), obs)
-    assert sur.asked.tolist() == [1, 2, 3]
+    obs = observations_two_trials()
+    model = fixed_model([0.75, 0.75, 0.75], [0.1, 0.1, 0.1])
+    ei = MultiFidelityLogEI.from_observations(model, obs)(candidates([1, 2, 3]))
+    assert model.surrogate.asked.tolist() == [1, 2, 3]
     # incumbents: budget 1 -> 0.7, budget 2 -> 0.8, budget 3 unseen -> 0.8 (best at any budget)
     expected = expected_improvement(np.full(3, 0.75), np.full(3, 0.1), np.array([0.7, 0.8, 0.8]))
     assert np.exp(ei) == pytest.approx(expected)  # the acquisition is log EI
@@ -91,85 +100,110 @@ def test_dyhpo_acquisition_minimising_flips_direction():
     obs = Observations(max_t=4, do_minimize=True)
     obs.add_trial(0, {}, np.zeros(1))
     obs.add_result(0, 1, 2.0)  # loss 2.0 -> score -2.0
-    ei = ei_at_next_budget(FixedSurrogate([-1.0], [1e-9]), candidates([1]), obs)
+    ei = MultiFidelityLogEI.from_observations(fixed_model([-1.0], [1e-9]), obs)(candidates([1]))
     assert np.exp(ei[0]) == pytest.approx(1.0)  # predicted loss 1.0 improves on 2.0 by 1.0
 
 
 def test_dpl_acquisition_at_max_budget_against_best_any_budget():
     obs = observations_two_trials()
-    sur = FixedSurrogate([0.9, 0.5], [0.0, 0.0])
-    ei = ei_at_max_budget(sur, candidates([1, 2]), obs)
-    assert sur.asked.tolist() == [4, 4]  # predicted at max_t whatever the next budget
+    model = fixed_model([0.9, 0.5], [0.0, 0.0])
+    ei = MaxBudgetLogEI.from_observations(model, obs)(candidates([1, 2]))
+    assert model.surrogate.asked.tolist() == [4, 4]  # predicted at max_t whatever the next budget
     assert np.exp(ei) == pytest.approx([0.1, 0.0])  # against 0.8, the best at any budget
 
 
-def test_normalizer_is_robust_to_diverged_values():
-    from syne_dyhpo.observations import Normalizer
+def test_acquisition_compares_in_the_models_normalised_space():
+    obs = observations_two_trials()
+    transform = ScoreTransform()
+    transform.loc, transform.scale = 0.5, 0.1  # the model predicts z = (score - 0.5) / 0.1
+    model = FittedModel(FixedSurrogate([3.5], [1e-12]), transform)
+    ei = MaxBudgetLogEI.from_observations(model, obs)(candidates([1]))
+    # z 3.5 is score 0.85; the incumbent 0.8 is z 3.0: EI = 0.5 in z units
+    assert np.exp(ei[0]) == pytest.approx(0.5)
 
+
+def test_transform_is_robust_to_diverged_values():
     losses = np.concatenate([np.linspace(0.3, 0.7, 99), [1e6]])  # one exploded curve
-    norm = Normalizer()
-    norm.fit(-losses)  # scores
-    z = norm(-losses)
-    assert norm.scale == pytest.approx((np.percentile(-losses, 75) - np.percentile(-losses, 25)) / 1.349)
+    transform = ScoreTransform()
+    transform.fit(-losses)  # scores
+    z = transform(-losses)
+    assert transform.scale == pytest.approx((np.percentile(-losses, 75) - np.percentile(-losses, 25)) / 1.349)
     assert z[:99].max() - z[:99].min() > 2.0  # good configs stay distinguishable
-    assert z[99] == norm.floor and norm(np.array([np.nan]))[0] == norm.floor
+    assert z[99] == transform.floor and transform(np.array([np.nan]))[0] == transform.floor
 
 
-def test_normalizer_keeps_good_scores_in_range_when_most_scores_are_alike():
-    from syne_dyhpo.observations import Normalizer
-
+def test_transform_keeps_good_scores_in_range_when_most_scores_are_alike():
     # 20 configs at epoch 1 of an error that starts at 0.9 for all, 3 further epochs of one
     rng = np.random.RandomState(0)
     errors = np.concatenate([0.9 + 1e-3 * rng.randn(20), [0.7, 0.6, 0.5]])
-    norm = Normalizer()
-    norm.fit(-errors)
-    z = norm(-errors)
+    transform = ScoreTransform()
+    transform.fit(-errors)
+    z = transform(-errors)
     assert z.max() == pytest.approx(3.0)  # the best score sits 3 scales above the median
     assert z[20:].tolist() == sorted(z[20:].tolist()) and z[22] - z[20] > 1.0
 
 
-def test_normalizer_outdated_when_data_outgrows_it():
-    from syne_dyhpo.observations import Observations
+def test_transform_outdated_when_data_outgrows_it():
+    scores = -np.array([0.90, 0.901, 0.899])
+    transform = ScoreTransform()
+    transform.fit(scores)
+    assert not transform.outdated(scores)
+    scores = np.append(scores, -0.902)  # alike: same normalisation
+    assert not transform.outdated(scores)
+    scores = np.append(scores, -0.5)  # far better: scale 100x too small
+    assert transform.outdated(scores)
+    version = transform.version
+    transform.fit(scores)
+    assert not transform.outdated(scores) and transform.version > version
 
-    obs = Observations(max_t=10, do_minimize=True)
-    for i, v in enumerate([0.90, 0.901, 0.899]):
-        obs.add_trial(i, {}, np.zeros(1))
-        obs.add_result(i, 1, v)
-    obs.refit_normalizer()
-    assert not obs.normalizer_outdated()
-    obs.add_result(0, 2, 0.902)  # alike: same normalisation
-    assert not obs.normalizer_outdated()
-    obs.add_result(0, 3, 0.5)  # far better: scale 100x too small
-    assert obs.normalizer_outdated()
-    version = obs.data_version
-    obs.refit_normalizer()
-    assert not obs.normalizer_outdated() and obs.data_version > version
+
+class CountingSurrogate:
+    def __init__(self):
+        self.calls = []
+
+    def fit(self, data, from_scratch, seed):
+        self.calls.append("scratch" if from_scratch else "refine")
+
+    def condition(self, data):
+        self.calls.append("condition")
 
 
 def test_policy_refits_from_scratch_when_normalisation_is_outdated():
-    from syne_dyhpo.observations import Observations
-    from syne_dyhpo.policy import FitSchedule, SurrogatePolicy
-
-    class CountingSurrogate:
-        def __init__(self):
-            self.calls = []
-
-        def fit(self, data, from_scratch, seed):
-            self.calls.append("scratch" if from_scratch else "refine")
-
-        def condition(self, data):
-            self.calls.append("condition")
-
     sur = CountingSurrogate()
     policy = SurrogatePolicy(sur, acquisition=None, schedule=FitSchedule(refine_every=100, refit_growth=100.0))
     obs = Observations(max_t=10, do_minimize=True)
     for i, v in enumerate([0.90, 0.901]):
         obs.add_trial(i, {}, np.zeros(1))
         obs.add_result(i, 1, v)
-    policy.update(obs, seed=0)
+    policy.fit(obs, seed=0)
+    policy.fit(obs, seed=0)  # nothing new: the model is left as it is
     obs.add_result(0, 2, 0.9005)
-    policy.update(obs, seed=0)
+    policy.fit(obs, seed=0)
     obs.add_result(0, 3, 0.4)
-    policy.update(obs, seed=0)
+    policy.fit(obs, seed=0)
     assert sur.calls == ["scratch", "condition", "scratch"]
     assert policy.num_full_fits == 2
+
+
+def test_paper_schedules_refit_from_scratch_like_the_authors_code():
+    from syne_dyhpo.methods import deep_power_law, dyhpo
+
+    def calls(schedule, values):
+        sur = CountingSurrogate()
+        policy = SurrogatePolicy(sur, acquisition=None, schedule=schedule)
+        policy.transform.outdated = lambda scores: False  # this test is about the schedule alone
+        obs = Observations(max_t=5, do_minimize=True)
+        obs.add_trial(0, {}, np.zeros(1))
+        for epoch, v in enumerate(values, start=1):
+            obs.add_trial(epoch, {}, np.zeros(1))
+            obs.add_result(epoch, 1, v)
+            policy.fit(obs, seed=0)
+        return sur.calls
+
+    # a new best at every step: DyHPO refines after the first fit, DPL fits 10 times from scratch
+    improving = list(np.linspace(0.9, 0.1, 12))
+    assert calls(dyhpo.paper_fit_schedule(), improving) == ["scratch"] + ["refine"] * 11
+    assert calls(deep_power_law.paper_fit_schedule(), improving) == ["scratch"] * 10 + ["refine"] * 2
+    # no new best for 1.2 x max_t = 6 observations after the first: DyHPO restarts from scratch
+    stalled = [0.1] + [0.5] * 7
+    assert calls(dyhpo.paper_fit_schedule(), stalled) == ["scratch"] + ["refine"] * 5 + ["scratch", "refine"]

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO / "launch"))
 import tune_local  # noqa: E402
 
 from syne_dyhpo.checkpointing import CHECKPOINT_FILENAME  # noqa: E402
-from syne_dyhpo.observations import TrialStatus  # noqa: E402
+from syne_dyhpo.core.observations import TrialStatus  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

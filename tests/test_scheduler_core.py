@@ -10,9 +10,9 @@ from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import make_trial
 from syne_dyhpo import DyHPO
-from syne_dyhpo.observations import TrialStatus
-from syne_dyhpo.policy import FitSchedule, SurrogatePolicy
-from syne_dyhpo.scheduler import FreezeThawScheduler
+from syne_dyhpo.core.observations import TrialStatus
+from syne_dyhpo.core.policy import FitSchedule, SurrogatePolicy
+from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
 SPACE = {"x": choice([0.0, 0.25, 0.5, 0.75, 1.0]), "c": 7}
 TABLE = [{"x": v} for v in [0.0, 0.25, 0.5, 0.75, 1.0]]
@@ -26,10 +26,13 @@ class PreferencePolicy(SurrogatePolicy):
         self.min_observations = 1
         self.updates = 0
 
-    def update(self, observations, seed):
+    def ready(self, observations):
+        return observations.num_observations >= self.min_observations
+
+    def fit(self, observations, seed):
         self.updates += 1
 
-    def score(self, candidates, observations):
+    def score(self, model, candidates, observations):
         return np.array([self.prefer(t, c) for t, c in zip(candidates.trial_ids, candidates.configs)], dtype=float)
 
     def reset(self):
@@ -135,7 +138,11 @@ def test_nan_result_stops_trial_counts_worst_and_tuner_keeps_going():
         sug = s.suggest()
         assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
     data = s.observations.training_data()
-    assert np.isfinite(data.y).all() and data.y.min() == s.observations.normalizer.floor
+    assert data.y.min() == -np.inf  # kept as the worst value: what the surrogate sees is floored
+    from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
+
+    transform = ScoreTransform()
+    assert np.isfinite(transform(data.y)).all() and transform(data.y).min() == transform.floor
     assert report(s, t1, 2, float("inf")) == D.STOP
 
 
@@ -192,14 +199,14 @@ def test_bad_input_errors():
 
 def test_surrogate_failure_falls_back_without_losing_data():
     class Exploding(PreferencePolicy):
-        def score(self, candidates, observations):
+        def score(self, model, candidates, observations):
             raise RuntimeError("cholesky exploded")
 
     s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidate_configs=TABLE, random_seed=0)
     t0 = start(s, 0)
     decision = report(s, t0, 1, 0.5)
     assert decision in (D.CONTINUE, D.PAUSE)
-    assert s.num_fallbacks == 1 and s.observations.trials[0].scores == [-0.5]
+    assert s.metadata()["num_fallbacks"] == 1 and s.observations.trials[0].scores == [-0.5]
     s.on_trial_remove(t0)
     assert s.suggest() is not None
 
@@ -340,7 +347,7 @@ def _six_trials_at_epoch_1(sh_probability):
     trials = []
     for i, loss in enumerate([0.5, 0.3, 0.9, 0.8, 0.7, 0.6]):
         trials.append(start(s, i))
-        s.sh_probability = sh_probability if i == 5 else 0.0  # decide by rank after all six
+        s._decider.sh_probability = sh_probability if i == 5 else 0.0  # decide by rank after all six
         assert report(s, trials[i], 1, loss) == D.PAUSE
     return s, trials
 
@@ -356,12 +363,12 @@ def test_sh_promotion_resumes_top_third_at_highest_epoch_before_asking_the_polic
     assert report(s, trials[0], 2, 0.2) == D.PAUSE
     # rung 2: two values, 2 // 3 = 0 promotable; trials 0 and 1 have left rung 1: nothing
     assert s.suggest().spawn_new_trial_id
-    assert s.num_sh_promotions == 2 and s.metadata()["num_sh_promotions"] == 2
+    assert s.metadata()["num_sh_promotions"] == 2
 
 
 def test_sh_probability_zero_leaves_decisions_to_the_policy():
     s, _ = _six_trials_at_epoch_1(sh_probability=0.0)
-    assert s.suggest().spawn_new_trial_id and s.num_sh_promotions == 0
+    assert s.suggest().spawn_new_trial_id and s.metadata()["num_sh_promotions"] == 0
 
 
 def test_bad_sh_arguments():
@@ -409,6 +416,6 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
         for row, tid in zip(curves, trial_ids):
             if tid is not None:
                 scores = np.asarray(s.observations.trials[tid].scores[: int(np.sum(~np.isnan(row)))])
-                np.testing.assert_allclose(row[: len(scores)], s.observations.normalizer(scores), atol=1e-9)
+                np.testing.assert_allclose(row[: len(scores)], s.policy.transform(scores), atol=1e-9)
                 checked += 1
     assert checked > 20

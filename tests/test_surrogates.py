@@ -2,9 +2,31 @@
 
 import numpy as np
 
-from syne_dyhpo.observations import Candidates, Observations
+from dataclasses import replace
+
+from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
+from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 from syne_dyhpo.surrogates.power_law import PowerLawEnsemble
+
+
+class Normalised:
+    """Observations seen through an outcome transform fitted on them now (as the policy does
+    at a fit from scratch): what the surrogates are trained on and predict for."""
+
+    def __init__(self, obs):
+        self.obs = obs
+        self.transform = ScoreTransform()
+        self.transform.fit(obs.all_scores())
+
+    def data(self):
+        raw = self.obs.training_data()
+        return replace(raw, y=self.transform(raw.y), curves=self.transform.curves(raw.curves),
+                       version=(raw.version, self.transform.version))
+
+    def curves(self, records):
+        return self.transform.curves(self.obs.curves(records))
 
 
 def saturating_curves(rng, n, max_t):
@@ -27,17 +49,17 @@ def test_deep_kernel_gp_beats_constant_on_known_curve_family():
         obs.add_trial(tid, {}, x[tid])
         for e in range(1, lengths[tid] + 1):
             obs.add_result(tid, e, curves[tid, e - 1])
-    obs.refit_normalizer()
-    data = obs.training_data()
+    norm = Normalised(obs)
+    data = norm.data()
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=300))
     gp.fit(data, from_scratch=True, seed=0)
 
     # (1) next epoch of each observed trial, given its curve so far
     records = list(obs.trials.values())
     nxt = lengths + 1
-    cands = Candidates(x[:40], nxt, obs.candidate_curves(records), list(range(40)), [{}] * 40)
+    cands = Candidates(x[:40], nxt, norm.curves(records), list(range(40)), [{}] * 40)
     mean, std = gp.predict(cands, nxt)
-    truth = obs.normalizer(curves[np.arange(40), nxt - 1])
+    truth = norm.transform(curves[np.arange(40), nxt - 1])
     rmse_gp = np.sqrt(np.mean((mean - truth) ** 2))
     rmse_const = np.sqrt(np.mean((data.y.mean() - truth) ** 2))
     assert rmse_gp < 0.3 * rmse_const, (rmse_gp, rmse_const)
@@ -47,7 +69,7 @@ def test_deep_kernel_gp_beats_constant_on_known_curve_family():
     new = np.arange(40, 60)
     cands = Candidates(x[new], np.ones(20, dtype=int), np.full((20, max_t), np.nan), [None] * 20, [{}] * 20)
     mean, _ = gp.predict(cands, np.ones(20, dtype=int))
-    truth = obs.normalizer(curves[new, 0])
+    truth = norm.transform(curves[new, 0])
     rmse_gp = np.sqrt(np.mean((mean - truth) ** 2))
     rmse_const = np.sqrt(np.mean((data.y.mean() - truth) ** 2))
     assert rmse_gp < 0.6 * rmse_const, (rmse_gp, rmse_const)
@@ -60,16 +82,16 @@ def test_deep_kernel_gp_refine_and_condition_keep_predicting():
     for tid in range(10):
         obs.add_trial(tid, {}, x[tid])
         obs.add_result(tid, 1, curves[tid, 0])
-    obs.refit_normalizer()
+    norm = Normalised(obs)
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=50, refine_iterations=5))
-    gp.fit(obs.training_data(), from_scratch=True, seed=0)
+    gp.fit(norm.data(), from_scratch=True, seed=0)
     for tid in range(10):
         obs.add_result(tid, 2, curves[tid, 1])
-    gp.condition(obs.training_data())  # new rows enter the posterior without training
+    gp.condition(norm.data())  # new rows enter the posterior without training
     records = list(obs.trials.values())
-    cands = Candidates(x, np.full(10, 3), obs.candidate_curves(records), list(range(10)), [{}] * 10)
+    cands = Candidates(x, np.full(10, 3), norm.curves(records), list(range(10)), [{}] * 10)
     m1, _ = gp.predict(cands, cands.budget)
-    gp.fit(obs.training_data(), from_scratch=False, seed=1)
+    gp.fit(norm.data(), from_scratch=False, seed=1)
     m2, s2 = gp.predict(cands, cands.budget)
     assert np.all(np.isfinite(m1)) and np.all(np.isfinite(m2)) and np.all(s2 > 0)
 
@@ -88,13 +110,13 @@ def test_power_law_ensemble_extrapolates_from_first_epochs():
         obs.add_trial(tid, {}, x[tid])
         for e in range(1, 11):
             obs.add_result(tid, e, loss[tid, e - 1])
-    obs.refit_normalizer()
+    norm = Normalised(obs)
     ens = PowerLawEnsemble()
-    ens.fit(obs.training_data(), from_scratch=True, seed=0)
-    cands = Candidates(x, np.full(n, 11), obs.candidate_curves(list(obs.trials.values())), list(range(n)), [{}] * n)
+    ens.fit(norm.data(), from_scratch=True, seed=0)
+    cands = Candidates(x, np.full(n, 11), norm.curves(list(obs.trials.values())), list(range(n)), [{}] * n)
     mean, std = ens.predict(cands, np.full(n, max_t))
-    truth = obs.normalizer(-loss[:, -1])
-    last_seen = obs.normalizer(-loss[:, 9])
+    truth = norm.transform(-loss[:, -1])
+    last_seen = norm.transform(-loss[:, 9])
     closer = np.abs(mean - truth) < np.abs(last_seen - truth)
     assert closer.mean() >= 0.7, closer.mean()
     assert np.all(std > 0)  # members disagree somewhat: a real ensemble posterior
@@ -110,12 +132,12 @@ def test_deep_kernel_gp_posterior_matches_gpytorch():
         obs.add_trial(tid, {}, x[tid])
         for e in range(1, 1 + tid % 6 + 1):
             obs.add_result(tid, e, curves[tid, e - 1])
-    obs.refit_normalizer()
+    norm = Normalised(obs)
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=40))
-    gp.fit(obs.training_data(), from_scratch=True, seed=0)
+    gp.fit(norm.data(), from_scratch=True, seed=0)
     records = list(obs.trials.values())
     budget = np.array([r.last_epoch + 1 for r in records])
-    cands = Candidates(x, budget, obs.candidate_curves(records), list(range(30)), [{}] * 30)
+    cands = Candidates(x, budget, norm.curves(records), list(range(30)), [{}] * 30)
     mean, std = gp.predict(cands, budget)
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
@@ -123,12 +145,12 @@ def test_deep_kernel_gp_posterior_matches_gpytorch():
     # new rows appended without refitting: the extended Cholesky factor gives the exact posterior
     for tid in range(0, 30, 3):
         obs.add_result(tid, obs.trials[tid].last_epoch + 1, curves[tid, obs.trials[tid].last_epoch])
-    gp.condition(obs.training_data())
+    gp.condition(norm.data())
     mean, std = gp.predict(cands, budget)
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
-    assert gp._factor_cache[1].shape[0] == len(obs.training_data())
+    assert gp._factor_cache[1].shape[0] == len(norm.data())
 
 
 def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
@@ -142,10 +164,10 @@ def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
     for tid in range(12):
         obs.add_trial(tid, {}, x[tid])
         obs.add_result(tid, 1, curves[tid, 0])
-    obs.refit_normalizer()
+    norm = Normalised(obs)
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=30, refine_iterations=5))
-    gp.fit(obs.training_data(), from_scratch=True, seed=0)
-    cands = Candidates(x, np.full(12, 2), obs.candidate_curves(list(obs.trials.values())), list(range(12)), [{}] * 12)
+    gp.fit(norm.data(), from_scratch=True, seed=0)
+    cands = Candidates(x, np.full(12, 2), norm.curves(list(obs.trials.values())), list(range(12)), [{}] * 12)
     reference, _ = gp.predict(cands, cands.budget)
 
     # a refinement whose training hits a non-PD kernel: rolled back and refitted from scratch
@@ -158,7 +180,7 @@ def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
         return original_train(self, iterations)
 
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "_train", failing_once)
-    gp.fit(obs.training_data(), from_scratch=False, seed=1)
+    gp.fit(norm.data(), from_scratch=False, seed=1)
     assert gp.num_failures == 1 and calls == [5, 30]  # refine failed -> full refit
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "_train", original_train)
 

@@ -27,7 +27,8 @@ import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import nn
 
-from syne_dyhpo.observations import Candidates, TrainingData
+from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.observations import TrainingData
 
 logger = logging.getLogger(__name__)
 

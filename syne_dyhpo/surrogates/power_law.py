@@ -11,7 +11,7 @@ monotonically with the budget. Trained with Adam (lr 1e-3, batch 64) on all obse
 The members are trained as one batched module (weights stacked along a member axis), which
 gives the same ensemble as training them one after another at a fraction of the cost.
 
-The model predicts a loss; scores (maximised, normalised by :mod:`syne_dyhpo.observations`)
+The model predicts a loss; scores (maximised, normalised by the policy's outcome transform)
 are negated on the way in and out.
 """
 
@@ -24,7 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from syne_dyhpo.observations import Candidates, TrainingData
+from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.observations import TrainingData
 
 
 @dataclass

@@ -1,0 +1,190 @@
+"""One decision: which candidate trains for the next budget step.
+
+:class:`DecisionMaker` takes the trials that may get the next segment (paused ones and the
+reporting one) and the new configurations on offer, and returns a typed :class:`Decision`
+without touching any trial: the scheduler carries it out. The flow is one way: observations
+-> (re)fit -> candidates -> acquisition -> argmax.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+import numpy as np
+
+from syne_dyhpo.core.candidates import make_candidates
+from syne_dyhpo.core.observations import Observations, TrialRecord
+from syne_dyhpo.core.policy import SurrogatePolicy
+
+logger = logging.getLogger(__name__)
+
+
+class DecisionKind(str, Enum):
+    RESUME = "resume"  # give the next segment to a trial (paused, or the reporting one)
+    START = "start"  # start a new configuration
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the next free worker does.
+
+    :param kind: resume a trial or start a new configuration
+    :param trial_id: the trial to resume (RESUME)
+    :param config: the configuration to start (START)
+    :param retire: paused trials ranked hopeless by this decision (see
+        ``max_paused_checkpoints``): never to be resumed
+    """
+
+    kind: DecisionKind
+    trial_id: int | None = None
+    config: dict[str, Any] | None = None
+    retire: tuple[int, ...] = field(default=())
+
+    @staticmethod
+    def resume(trial_id: int, retire: tuple[int, ...] = ()) -> "Decision":
+        return Decision(DecisionKind.RESUME, trial_id=trial_id, retire=retire)
+
+    @staticmethod
+    def start(config: dict[str, Any], retire: tuple[int, ...] = ()) -> "Decision":
+        return Decision(DecisionKind.START, config=config, retire=retire)
+
+
+class DecisionMaker:
+    """Chooses the candidate for the next budget step.
+
+    :param policy: surrogate + acquisition scoring the candidates
+    :param observations: curves of all trials
+    :param segment_end: epoch a trial (None: a new one) reaches in its next segment
+    :param rng: random state of the decisions (ties, promotions, fallbacks)
+    :param random_seed: base seed of the surrogate's training
+    :param num_initial_random: new configurations started at random before the policy is used
+    :param sh_probability: probability of trying a successive-halving promotion first
+    :param sh_reduction_factor: a promotion resumes a trial in the top ``1 / factor`` of its rung
+    :param max_paused_checkpoints: most paused trials kept resumable (None: all)
+    """
+
+    def __init__(
+        self,
+        policy: SurrogatePolicy,
+        observations: Observations,
+        segment_end: Callable[[TrialRecord | None], int],
+        rng: np.random.RandomState,
+        random_seed: int,
+        num_initial_random: int = 1,
+        sh_probability: float = 0.0,
+        sh_reduction_factor: float = 3.0,
+        max_paused_checkpoints: int | None = None,
+    ):
+        self.policy = policy
+        self.observations = observations
+        self.segment_end = segment_end
+        self.rng = rng
+        self.random_seed = random_seed
+        self.num_initial_random = num_initial_random
+        self.sh_probability = sh_probability
+        self.sh_reduction_factor = sh_reduction_factor
+        self.max_paused_checkpoints = max_paused_checkpoints
+        self.num_decisions = 0
+        self.num_fallbacks = 0
+        self.num_sh_promotions = 0
+
+    def decide(
+        self,
+        records: list[TrialRecord],
+        new_configs: list[dict[str, Any]],
+        new_x: np.ndarray,
+        num_started: int,
+    ) -> Decision | None:
+        """
+        :param records: trials that may get the next segment: paused ones, then the reporting
+            one (if any)
+        :param new_configs: new configurations on offer
+        :param new_x: their encodings
+        :param num_started: trials started so far, including starts already decided
+        :return: the decision, or None if there is nothing to choose from
+        """
+        if not records and not new_configs:
+            return None
+        self.num_decisions += 1
+        if new_configs and (num_started < self.num_initial_random or not self.policy.ready(self.observations)):
+            return Decision.start(new_configs[0])
+        if self.sh_probability > 0 and self.rng.uniform() < self.sh_probability:
+            promoted = self._sh_promotion(records)
+            if promoted is not None:
+                self.num_sh_promotions += 1
+                return Decision.resume(promoted.trial_id)
+        values = self._acquisition_values(records, new_configs, new_x)
+        best = np.flatnonzero(values == values.max())
+        i = int(best[0] if len(best) == 1 else self.rng.choice(best))
+        winner = records[i] if i < len(records) else None
+        retire = self._hopeless(records, values[: len(records)], keep=winner)
+        if winner is not None:
+            return Decision.resume(winner.trial_id, retire=retire)
+        return Decision.start(new_configs[i - len(records)], retire=retire)
+
+    def _acquisition_values(
+        self, records: list[TrialRecord], new_configs: list[dict[str, Any]], new_x: np.ndarray
+    ) -> np.ndarray:
+        """Fits the policy, then scores the candidates with it; on any failure of the model a
+        uniformly random score (a decision must be made), and the next fit is from scratch."""
+        seed = (int(self.random_seed) * 1_000_003 + self.num_decisions) % (2**31 - 1)
+        num = len(records) + len(new_configs)
+        try:
+            # fit first: candidates are expressed in the outcome transform the fit may change
+            model = self.policy.fit(self.observations, seed=seed)
+        except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
+            return self._fallback(err, num)
+        candidates = make_candidates(records, new_configs, new_x, self.observations, self.segment_end)
+        try:
+            values = np.asarray(self.policy.score(model, candidates, self.observations), dtype=float)
+            if values.shape != (num,) or np.any(np.isnan(values)):
+                raise FloatingPointError("acquisition returned NaN values")
+            return values
+        except Exception as err:  # noqa: BLE001
+            return self._fallback(err, num)
+
+    def _fallback(self, err: Exception, num: int) -> np.ndarray:
+        # the surrogate keeps its own rollback state; here we only make sure a decision is
+        # made (uniformly at random) and that the next fit is from scratch
+        self.num_fallbacks += 1
+        self.policy.reset()
+        logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
+        return self.rng.uniform(size=num)
+
+    def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:
+        """Successive halving with a rung at every epoch: among ``records``, the one at the
+        highest epoch that ranks in the top ``1 / sh_reduction_factor`` of all trials that
+        reached that epoch, or None."""
+        by_epoch: dict[int, list[TrialRecord]] = {}
+        for record in records:
+            if record.last_epoch >= 1:
+                by_epoch.setdefault(record.last_epoch, []).append(record)
+        for epoch in sorted(by_epoch, reverse=True):
+            rung = np.sort(self.observations.scores_at(epoch))[::-1]
+            num_promotable = int(len(rung) / self.sh_reduction_factor)
+            if num_promotable == 0:
+                continue
+            threshold = rung[num_promotable - 1]
+            eligible = [r for r in by_epoch[epoch] if np.isfinite(r.scores[-1]) and r.scores[-1] >= threshold]
+            if eligible:
+                return max(eligible, key=lambda r: r.scores[-1])
+        return None
+
+    def _hopeless(self, records: list[TrialRecord], values: np.ndarray, keep: TrialRecord | None) -> tuple[int, ...]:
+        """Paused trials beyond ``max_paused_checkpoints``, lowest acquisition value first."""
+        if self.max_paused_checkpoints is None:
+            return ()
+        # the reporting trial (still running) is paused too unless it wins: it counts
+        losers = [(v, r) for v, r in zip(values, records) if r is not keep]
+        excess = len(losers) + (keep is not None) - self.max_paused_checkpoints
+        return tuple(r.trial_id for _, r in sorted(losers, key=lambda p: p[0])[: max(excess, 0)])
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "num_decisions": self.num_decisions,
+            "num_fallbacks": self.num_fallbacks,
+            "num_sh_promotions": self.num_sh_promotions,
+        }

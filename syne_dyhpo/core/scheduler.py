@@ -1,0 +1,368 @@
+"""Freeze-thaw (pause-and-resume) scheduler for Syne Tune 0.16, shared by DyHPO and DPL.
+
+Every trial advances one budget step (segment) at a time. At the end of each segment the
+scheduler asks its :class:`~syne_dyhpo.core.decision.DecisionMaker` which candidate deserves
+the next segment: a paused trial at its next budget, a new configuration at the first budget,
+or the reporting trial itself. It answers CONTINUE if the reporting trial wins, PAUSE
+otherwise (``suggest()`` then resumes or starts the winner), and STOP once a trial reaches
+``max_t``, diverges (NaN/inf) or fails.
+
+This module only translates Syne Tune's callbacks: the trial life cycle (statuses, segment
+ends, late and stale reports) is :mod:`syne_dyhpo.core.trials`, the decision
+:mod:`syne_dyhpo.core.decision`. Behaviour of Syne Tune 0.16 this relies on: a resume gets no
+``on_trial_add`` callback, so a resumed trial is marked running inside ``suggest()``;
+``suggest()`` returning None ends scheduling for good; PAUSE and STOP are followed by
+``on_trial_remove``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Sequence
+
+import numpy as np
+from syne_tune.backend.trial_status import Trial
+from syne_tune.config_space import config_space_to_json_dict
+from syne_tune.optimizer.scheduler import (
+    SchedulerDecision,
+    TrialScheduler,
+    TrialSuggestion,
+)
+from syne_tune.optimizer.schedulers.remove_checkpoints import (
+    RemoveCheckpointsSchedulerMixin,
+)
+from syne_tune.tuner_callback import TunerCallback
+
+from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
+from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
+from syne_dyhpo.core.policy import SurrogatePolicy
+from syne_dyhpo.core.trials import ResultAction, TrialLifecycle
+from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
+
+logger = logging.getLogger(__name__)
+
+_ACTIONS = {
+    ResultAction.CONTINUE: SchedulerDecision.CONTINUE,
+    ResultAction.PAUSE: SchedulerDecision.PAUSE,
+    ResultAction.STOP: SchedulerDecision.STOP,
+}
+
+
+class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
+    """Pause-and-resume scheduler that gives one budget step at a time to the candidate its
+    policy scores best.
+
+    :param config_space: Syne Tune configuration space
+    :param metric: name of the metric to optimise, a key of the reported results
+    :param policy: surrogate + acquisition scoring the candidates
+    :param do_minimize: True if the metric is minimised. Defaults to True
+    :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
+        "epoch"
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there
+    :param budget_step: epochs a trial runs per decision. Defaults to 1 (the papers)
+    :param num_candidates: number of new configurations sampled (or drawn from
+        ``candidate_configs``) and scored per decision, besides all paused trials.
+        Defaults to 256
+    :param num_initial_random: number of trials started with random configurations before
+        the surrogate is used. Defaults to 1 (the papers); the surrogate also waits for at
+        least ``policy.min_observations`` results
+    :param candidate_configs: optional finite set of configurations (e.g. a tabular
+        benchmark's rows); new configurations are then drawn only from it, each at most once
+    :param max_resource_attr: optional config key the training script reads as "stop after
+        this epoch"; set to the end of the current segment on every start and resume, so a
+        real job stops exactly where the scheduler wants (every decision then pauses the
+        trial; if it wins again it is resumed at once)
+    :param max_paused_checkpoints: optional cap on the number of paused trials whose
+        checkpoints are kept. After each decision, paused trials beyond the cap with the lowest
+        acquisition values are *retired*: never resumed again, and their checkpoints deleted
+        (with a backend created with ``delete_checkpoints=True``, which also deletes checkpoints
+        of stopped trials). None (default) keeps every paused trial resumable
+    :param restart_on_lost_checkpoint: what to do when a resumed trial reports epoch 1 again
+        (its checkpoint was missing or unreadable and the script started over): False
+        (default) marks it failed and stops it; True keeps its earlier curve as an archived,
+        never-resumed record and lets the trial continue from scratch
+    :param sh_probability: probability of trying a successive-halving promotion before
+        consulting the surrogate (not in the papers; Syne Tune's former DyHPO used 0.25): the
+        paused trial at the highest epoch whose value there ranks in the top
+        ``1 / sh_reduction_factor`` of all values seen at that epoch is resumed; if none
+        qualifies, the surrogate decides as usual. Counters acquisitions that keep favouring
+        new configurations, so that some trials reach ``max_t``. Defaults to 0 (the papers)
+    :param sh_reduction_factor: see ``sh_probability``. Defaults to 3 (Syne Tune's
+        successive halving)
+    :param random_seed: seed of all randomness (candidate sampling, surrogate training)
+    """
+
+    def __init__(
+        self,
+        config_space: dict[str, Any],
+        metric: str,
+        policy: SurrogatePolicy,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_t: int | None = None,
+        budget_step: int = 1,
+        num_candidates: int = 256,
+        num_initial_random: int = 1,
+        candidate_configs: Sequence[dict[str, Any]] | None = None,
+        max_resource_attr: str | None = None,
+        max_paused_checkpoints: int | None = None,
+        restart_on_lost_checkpoint: bool = False,
+        sh_probability: float = 0.0,
+        sh_reduction_factor: float = 3.0,
+        random_seed: int | None = None,
+    ):
+        super().__init__(random_seed=random_seed)
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        if max_t is None or int(max_t) != max_t or max_t < 1:
+            raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
+        if int(budget_step) != budget_step or budget_step < 1:
+            raise ValueError(f"budget_step must be an integer >= 1, got {budget_step!r}")
+        if num_candidates < 1:
+            raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
+        if max_paused_checkpoints is not None and max_paused_checkpoints < 1:
+            raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
+        if not 0.0 <= sh_probability <= 1.0:
+            raise ValueError(f"sh_probability must be in [0, 1], got {sh_probability}")
+        if not sh_reduction_factor > 1.0:
+            raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
+        if num_initial_random < 0:
+            raise ValueError(f"num_initial_random must be >= 0, got {num_initial_random}")
+        self.config_space = config_space
+        self.metric = metric
+        self.do_minimize = bool(do_minimize)
+        self.time_attr = time_attr
+        self.max_t = int(max_t)
+        self.budget_step = int(budget_step)
+        self.num_candidates = int(num_candidates)
+        self.max_resource_attr = max_resource_attr
+        self.max_paused_checkpoints = max_paused_checkpoints
+        self.policy = policy
+        self._encoder = ConfigEncoder(config_space)
+        if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
+            raise ValueError(f"max_resource_attr '{max_resource_attr}' must not be a hyperparameter of config_space")
+        self._sampler = CandidateSampler(self._encoder, candidate_configs)
+        self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
+        self._lifecycle = TrialLifecycle(
+            self._obs,
+            budget_step=self.budget_step,
+            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
+            jobs_stop_at_segment_end=max_resource_attr is not None,
+        )
+        self._decider = DecisionMaker(
+            policy,
+            self._obs,
+            segment_end=self._lifecycle.segment_end,
+            rng=np.random.RandomState(self.random_seed),
+            random_seed=int(self.random_seed),
+            num_initial_random=int(num_initial_random),
+            sh_probability=float(sh_probability),
+            sh_reduction_factor=float(sh_reduction_factor),
+            max_paused_checkpoints=max_paused_checkpoints,
+        )
+        self._pending: list[Decision] = []  # decisions waiting for a free worker
+        self._new_trials_allowed = True
+        self._checkpoints_to_delete: list[int] = []
+
+    # ----- Syne Tune callbacks ---------------------------------------------------------------
+
+    def suggest(self) -> TrialSuggestion | None:
+        """The next trial to run on a free worker: the oldest decision still waiting for one,
+        else a fresh decision among paused trials and new configurations."""
+        while self._pending:
+            decision = self._pending.pop(0)
+            if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
+                return self._resume(self._obs.trials[decision.trial_id])
+            if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
+                return self._start(decision.config)
+        decision = self._decide(reporting=None)
+        if decision is None:
+            logger.info("No paused trial and no new configuration left: nothing to suggest")
+            return None
+        if decision.kind is DecisionKind.RESUME:
+            return self._resume(self._obs.trials[decision.trial_id])
+        return self._start(decision.config)
+
+    def on_trial_add(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is None:
+            config = dict(trial.config)
+            record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
+            self._sampler.mark_used(config)
+        self._lifecycle.start(record)
+
+    def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        record = self._obs.trials.get(trial.trial_id)
+        if record is None:  # started by someone else (e.g. a restored tuner): adopt it
+            self.on_trial_add(trial)
+            record = self._obs.trials[trial.trial_id]
+        epoch, value = self._parse_result(trial.trial_id, result)
+        action = self._lifecycle.on_result(record, epoch, value)
+        if action is not ResultAction.DECIDE:
+            return _ACTIONS[action]
+        decision = self._decide(reporting=record)
+        if decision is not None and decision.kind is DecisionKind.RESUME and decision.trial_id == record.trial_id:
+            self._lifecycle.extend(record)
+            if self.max_resource_attr is None:
+                return SchedulerDecision.CONTINUE
+            # the job stops itself at its segment end: pause it and resume it right away
+            self._pending.insert(0, decision)
+        elif decision is not None:
+            self._pending.append(decision)
+        if record.status is TrialStatus.RETIRED:  # ranked hopeless: will never be resumed
+            return SchedulerDecision.STOP
+        record.status = TrialStatus.PAUSED
+        return SchedulerDecision.PAUSE
+
+    def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None:
+            self._lifecycle.on_completed(record)
+
+    def on_trial_remove(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None:
+            self._lifecycle.on_removed(record)
+
+    def on_trial_error(self, trial: Trial):
+        record = self._obs.trials.get(trial.trial_id)
+        if record is not None:
+            self._lifecycle.on_error(record)
+
+    def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
+        """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
+        Tuner when the backend has ``delete_checkpoints=True``)."""
+        return None if self.max_paused_checkpoints is None else _RetiredCheckpointRemoval(self)
+
+    def pop_checkpoints_to_delete(self) -> list[int]:
+        """Trial ids retired since the last call: their checkpoints can be deleted."""
+        ids, self._checkpoints_to_delete = self._checkpoints_to_delete, []
+        return ids
+
+    def metric_names(self) -> list[str]:
+        return [self.metric]
+
+    def metric_mode(self) -> str:
+        return "min" if self.do_minimize else "max"
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "scheduler_name": type(self).__name__,
+            "config_space": config_space_to_json_dict(self.config_space),
+            "metric_names": self.metric_names(),
+            "metric_mode": self.metric_mode(),
+            "time_attr": self.time_attr,
+            "max_t": self.max_t,
+            "budget_step": self.budget_step,
+            "num_candidates": self.num_candidates,
+            "num_initial_random": self._decider.num_initial_random,
+            "max_resource_attr": self.max_resource_attr,
+            "max_paused_checkpoints": self.max_paused_checkpoints,
+            "random_seed": int(self.random_seed),
+            "sh_probability": self._decider.sh_probability,
+            "sh_reduction_factor": self._decider.sh_reduction_factor,
+            "best_value": self._obs.best_value(),
+            "policy": self.policy.metadata(),
+            **self._decider.metadata(),
+            **self._obs.metadata(),
+        }
+
+    # ----- read access for users and front ends ---------------------------------------------
+
+    @property
+    def observations(self) -> Observations:
+        """All learning curves and trial states seen so far (read them; change them only
+        through the scheduler's callbacks)."""
+        return self._obs
+
+    def trial_status(self, trial_id: int) -> TrialStatus | None:
+        record = self._obs.trials.get(trial_id)
+        return None if record is None else record.status
+
+    def num_running(self) -> int:
+        """Trials holding a worker now."""
+        return len(self._obs.with_status(TrialStatus.RUNNING))
+
+    def allow_new_trials(self, allowed: bool) -> None:
+        """Whether decisions may start new configurations (front ends with a trial limit, e.g.
+        Ray, turn it off once the limit is reached; paused trials are still resumed)."""
+        self._new_trials_allowed = bool(allowed)
+
+    def end_trial(self, trial_id: int) -> None:
+        """The trial will never run again (a front end ended it): finished if it reached
+        ``max_t``, else completed."""
+        record = self._obs.trials.get(trial_id)
+        if record is not None:
+            self._lifecycle.on_completed(record)
+
+    # ----- internals -------------------------------------------------------------------------
+
+    def _parse_result(self, trial_id: int, result: dict[str, Any]) -> tuple[int, float]:
+        for key in (self.metric, self.time_attr):
+            if key not in result:
+                raise ValueError(
+                    f"Result of trial_id {trial_id} has no '{key}' (reported keys: {sorted(result)}); "
+                    f"check metric='{self.metric}' and time_attr='{self.time_attr}'"
+                )
+        try:
+            value = float(result[self.metric])
+        except (TypeError, ValueError):
+            raise ValueError(f"trial_id {trial_id}: metric '{self.metric}' is not a number: {result[self.metric]!r}")
+        epoch_raw = result[self.time_attr]
+        try:
+            epoch = int(round(float(epoch_raw)))
+        except (TypeError, ValueError):
+            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' is not a number: {epoch_raw!r}")
+        if epoch < 1:
+            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' must be >= 1 (epochs count from 1), got {epoch_raw}")
+        return epoch, value
+
+    def _decide(self, reporting: TrialRecord | None) -> Decision | None:
+        """Asks the decision maker; retires the trials it ranked hopeless."""
+        records = self._obs.with_status(TrialStatus.PAUSED)
+        if reporting is not None:
+            records.append(reporting)
+        if self._new_trials_allowed:
+            new_configs, new_x = self._sampler.propose(self._decider.rng, self.num_candidates)
+        else:
+            new_configs, new_x = [], np.zeros((0, self._encoder.dim))
+        num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
+        decision = self._decider.decide(records, new_configs, new_x, num_started)
+        for trial_id in () if decision is None else decision.retire:
+            self._lifecycle.retire(self._obs.trials[trial_id])
+            self._checkpoints_to_delete.append(trial_id)
+        return decision
+
+    def _with_segment(self, config: dict[str, Any], end: int) -> dict[str, Any]:
+        config = dict(config)
+        if self.max_resource_attr is not None:
+            config[self.max_resource_attr] = end
+        return config
+
+    def _start(self, config: dict[str, Any]) -> TrialSuggestion:
+        self._sampler.mark_used(config)
+        return TrialSuggestion.start_suggestion(self._with_segment(config, self._lifecycle.segment_end(None)))
+
+    def _resume(self, record: TrialRecord) -> TrialSuggestion:
+        # Syne Tune sends no callback for a resume: mark it running now (several free workers)
+        self._lifecycle.resume(record)
+        if self.max_resource_attr is None:
+            return TrialSuggestion.resume_suggestion(record.trial_id)
+        record.config = self._with_segment(record.config, record.segment_end)
+        return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
+
+
+class _RetiredCheckpointRemoval(TunerCallback):
+    """Deletes the checkpoints of trials the scheduler retired (see ``max_paused_checkpoints``)."""
+
+    def __init__(self, scheduler: FreezeThawScheduler):
+        self._scheduler = scheduler
+        self._backend = None
+
+    def on_tuning_start(self, tuner):
+        self._backend = tuner.trial_backend
+
+    def on_loop_end(self):
+        for trial_id in self._scheduler.pop_checkpoints_to_delete():
+            self._backend.delete_checkpoint(trial_id)
+            logger.info(f"Deleted checkpoint of retired trial_id {trial_id}")

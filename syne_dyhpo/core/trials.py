@@ -1,0 +1,160 @@
+"""The trial life cycle: what a start, a result, a pause or an error does to a trial.
+
+All state lives in the :class:`~syne_dyhpo.core.observations.TrialRecord` of each trial (its
+curve, status and the epoch at which its current segment ends); this module holds the rules,
+so that segment ends are computed in one place and the scheduler only translates Syne Tune's
+callbacks. Results are keyed on the reported epoch, never on arrival order: repeated, stale
+or skipped epochs never corrupt a curve, and late reports of trials that are no longer
+running are kept as data without reviving the trial.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from enum import Enum
+
+from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
+
+logger = logging.getLogger(__name__)
+
+
+class ResultAction(str, Enum):
+    """What the scheduler does with the trial that reported a result."""
+
+    CONTINUE = "continue"  # keep training: inside its segment, or nothing new was reported
+    PAUSE = "pause"  # not running (a late report): keep it paused
+    STOP = "stop"  # finished, diverged, failed or retired: never runs again
+    DECIDE = "decide"  # its segment ended: the policy chooses who trains next
+
+
+class TrialLifecycle:
+    """Status transitions and segment ends of all trials in ``observations``.
+
+    :param observations: the curves and records of all trials
+    :param budget_step: epochs per segment (per decision)
+    :param restart_on_lost_checkpoint: what a resumed trial that reports epoch 1 again (its
+        checkpoint was missing or unreadable, the script started over) becomes: False marks it
+        failed; True archives its earlier curve and lets it continue from scratch
+    :param jobs_stop_at_segment_end: whether each job is told its segment end and stops there
+        by itself (the scheduler's ``max_resource_attr``)
+    """
+
+    def __init__(
+        self,
+        observations: Observations,
+        budget_step: int,
+        restart_on_lost_checkpoint: bool = False,
+        jobs_stop_at_segment_end: bool = False,
+    ):
+        self.observations = observations
+        self.max_t = observations.max_t
+        self.budget_step = budget_step
+        self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
+        self.jobs_stop_at_segment_end = jobs_stop_at_segment_end
+        self._resumed: set[int] = set()  # resumed, no new report yet (lost-checkpoint detection)
+
+    def segment_end(self, record: TrialRecord | None) -> int:
+        """Epoch at which a (new, for None) trial started or resumed now would next be decided
+        on: one ``budget_step`` after its last epoch, at most ``max_t``."""
+        return min((0 if record is None else record.last_epoch) + self.budget_step, self.max_t)
+
+    def start(self, record: TrialRecord) -> None:
+        """The trial got a worker (a new trial, or one a front end adopted)."""
+        record.status = TrialStatus.RUNNING
+        record.segment_end = self.segment_end(record)
+
+    def resume(self, record: TrialRecord) -> None:
+        """A paused trial gets a worker again."""
+        self.start(record)
+        self._resumed.add(record.trial_id)
+
+    def extend(self, record: TrialRecord) -> None:
+        """The running trial won the decision at its segment end: one more segment."""
+        record.segment_end = self.segment_end(record)
+
+    def on_result(self, record: TrialRecord, epoch: int, value: float) -> ResultAction:
+        """Records a result and says what the trial does next.
+
+        :param record: the reporting trial
+        :param epoch: reported epoch (>= 1)
+        :param value: reported metric value (NaN/inf: diverged)
+        """
+        if record.status is not TrialStatus.RUNNING:
+            return self._on_late_result(record, epoch, value)
+        if epoch > self.max_t:
+            logger.warning(f"trial_id {record.trial_id}: epoch {epoch} > max_t={self.max_t}; stopping it")
+            record.status = TrialStatus.FINISHED
+            return ResultAction.STOP
+        if epoch == 1 and record.last_epoch >= 1 and record.trial_id in self._resumed:
+            return self._on_restart(record, value)
+        self._resumed.discard(record.trial_id)
+        if not self.observations.add_result(record.trial_id, epoch, value):
+            return ResultAction.CONTINUE  # repeated or stale epoch: nothing new
+        if not math.isfinite(value):
+            logger.warning(
+                f"trial_id {record.trial_id}: value {value} at epoch {epoch}; treated as diverged "
+                "(worst value), stopped and never resumed"
+            )
+            record.status = TrialStatus.DIVERGED
+            return ResultAction.STOP
+        if epoch >= self.max_t:
+            record.status = TrialStatus.FINISHED
+            return ResultAction.STOP
+        if epoch < record.segment_end:
+            return ResultAction.CONTINUE
+        return ResultAction.DECIDE
+
+    def _on_late_result(self, record: TrialRecord, epoch: int, value: float) -> ResultAction:
+        # a trial paused or stopped by us, whose job reported once more before it ended (results
+        # are polled): keep the data if new
+        self.observations.add_result(record.trial_id, epoch, value)
+        return ResultAction.PAUSE if record.status.resumable else ResultAction.STOP
+
+    def _on_restart(self, record: TrialRecord, value: float) -> ResultAction:
+        """A resumed trial reported epoch 1: its checkpoint was lost and it started over."""
+        tid = record.trial_id
+        if not self.restart_on_lost_checkpoint:
+            logger.warning(
+                f"trial_id {tid} was resumed after epoch {record.last_epoch} but reported epoch 1: "
+                "its checkpoint is missing or unreadable. Marked failed (pass "
+                "restart_on_lost_checkpoint=True to restart such trials from scratch)"
+            )
+            record.status = TrialStatus.FAILED
+            return ResultAction.STOP
+        logger.warning(
+            f"trial_id {tid} lost its checkpoint after epoch {record.last_epoch} and restarts from "
+            "scratch; its earlier curve is kept as an archived record"
+        )
+        self.observations.archive(tid)
+        self._resumed.discard(tid)
+        self.observations.add_result(tid, 1, value)
+        if not self.jobs_stop_at_segment_end:
+            self.extend(record)
+        # else the segment end stays: the restarted job still runs to the segment end in its
+        # config and stops itself there; pausing it earlier would kill it past its report and
+        # leave a checkpoint ahead of what was seen
+        return ResultAction.CONTINUE
+
+    def on_removed(self, record: TrialRecord) -> None:
+        """Syne Tune took the trial's worker away (after our PAUSE or STOP)."""
+        if record.status is TrialStatus.RUNNING:
+            record.status = TrialStatus.PAUSED if record.last_epoch < self.max_t else TrialStatus.FINISHED
+
+    def on_completed(self, record: TrialRecord) -> None:
+        """The trial's job ended by itself: it can never be resumed."""
+        if record.status in (TrialStatus.RUNNING, TrialStatus.PAUSED):
+            record.status = TrialStatus.FINISHED if record.last_epoch >= self.max_t else TrialStatus.COMPLETED
+
+    def on_error(self, record: TrialRecord) -> None:
+        """The trial's job crashed: its results are kept, it is never resumed."""
+        logger.warning(
+            f"trial_id {record.trial_id} failed after {record.last_epoch} epochs; it is never "
+            "resumed, its results are kept"
+        )
+        record.status = TrialStatus.FAILED
+
+    def retire(self, record: TrialRecord) -> None:
+        """A paused trial ranked hopeless: never resumed, its checkpoint may be deleted."""
+        record.status = TrialStatus.RETIRED
+        logger.info(f"trial_id {record.trial_id} retired (ranked hopeless); its checkpoint may be deleted")

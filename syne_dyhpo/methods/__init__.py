@@ -1,0 +1,2 @@
+"""The two methods: each is the freeze-thaw core with its surrogate, acquisition and fit
+schedule."""
