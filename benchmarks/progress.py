@@ -11,8 +11,9 @@ per epoch are learned from the finished runs in the results folder (``wall_secon
 have none yet. Weights stay fixed during a grid: the bar's total never jumps.
 
 Library warnings (pandas and fastparquet deprecations when a table is loaded, torch ...) go to
-``warnings.log`` in the results folder, in the grid's process and in its spawned workers, whose
-logging goes there too: nothing but the bar writes to the terminal while it runs.
+``warnings.log`` in the results folder, in the grid's process and in its spawned workers; the
+workers' logging goes there too (in-process runs, ``n_jobs=1``, keep the caller's logging, which
+the runner already quiets to Syne Tune's warnings).
 """
 
 from __future__ import annotations
