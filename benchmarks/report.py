@@ -60,7 +60,8 @@ EXPLANATION = (
     "started / trained: trials with a result / with a result at max_t, per run. "
     "1st-epoch share = trials started / epochs (budget spent on first epochs); "
     "stopped@1 share = share of epochs spent on trials that never got past their first epoch "
-    "(as of the end of the run)."
+    "(as of the end of the run); these are per run at 100% in the summary. avg rank: of the "
+    "anytime regret within each (task, seed, budget point) of the same workers."
 )
 
 
