@@ -219,3 +219,19 @@ def test_report_with_missing_methods_and_worker_filter(results, tmp_path):
     assert "| lcbench | 2 | ASHA | 2 |" in md
     assert not list(tmp_path.glob("*.png"))
     assert make_report(root, tmp_path, n_workers=[4]) == "(no finished runs)"
+
+
+def test_cli_runs_the_grid_per_worker_count(tmp_path):
+    from benchmarks import run_benchmarks
+
+    args = ["--data", str(data_folder("lcbench")), "--tasks", TASK, "--methods", "RandomSearch",
+            "--seeds", "0", "--budget-factor", "0.4", "--n-jobs", "1",
+            "--results-dir", str(tmp_path / "res"), "--report-dir", str(tmp_path / "rep")]
+    assert run_benchmarks.main(args + ["--n-workers", "1", "2"]) == 0
+    runs = sorted(p.parent.name for p in (tmp_path / "res").rglob("run.json"))
+    assert runs == ["seed0-budget20-w1", "seed0-budget20-w2"]
+    summary = pd.read_csv(tmp_path / "rep" / "summary.csv")
+    assert sorted(summary["n_workers"]) == [1, 2] and (summary["runs"] == 1).all()
+    # --report-only with one worker count reports only that one
+    assert run_benchmarks.main(args + ["--n-workers", "2", "--report-only"]) == 0
+    assert list(pd.read_csv(tmp_path / "rep" / "summary.csv")["n_workers"]) == [2]
