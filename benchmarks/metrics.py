@@ -45,7 +45,9 @@ import pandas as pd
 ST_TUNER_TIME = "st_tuner_time"
 
 
-def _running_best(values: np.ndarray, do_minimize: bool, mask: np.ndarray | None = None) -> np.ndarray:
+def _running_best(
+    values: np.ndarray, do_minimize: bool, mask: np.ndarray | None = None
+) -> np.ndarray:
     """Best finite value among ``values[: i + 1]`` (only where ``mask``), NaN before the first."""
     sign = 1.0 if do_minimize else -1.0
     ok = np.isfinite(values) if mask is None else np.isfinite(values) & mask

@@ -32,7 +32,9 @@ def test_prior_puts_model_based_methods_far_above_cheap_ones():
     dpl = prior_seconds_per_epoch("DeepPowerLaw-paper")
     assert max(rs, asha) * 5 <= bohb and bohb * 2 <= min(dy, dpl)
     assert prior_seconds_per_epoch("SomethingNew") == UNKNOWN_SECONDS_PER_EPOCH
-    assert expected_run_seconds(_spec("ASHA", 500)) == pytest.approx(RUN_OVERHEAD_SECONDS + 500 * asha)
+    assert expected_run_seconds(_spec("ASHA", 500)) == pytest.approx(
+        RUN_OVERHEAD_SECONDS + 500 * prior_seconds_per_epoch("ASHA")
+    )
 
 
 def _finished_run(root, method, seed, wall, epochs):
