@@ -1,18 +1,38 @@
-"""Metrics of benchmark runs: anytime incumbent, normalised regret, ranks,
-speed-up against random search.
+"""Metrics of benchmark runs: anytime and fully-trained incumbents, normalised
+regret, how a run spends its epoch budget, ranks, speed-up against random search.
 
 Conventions (all documented here once):
 
 * Each result row of a run is one simulated epoch (one fidelity step), so the
   number of epochs after row ``i`` (rows sorted by simulated time
-  ``st_tuner_time``, ties kept in reporting order) is ``i + 1``.
-* The incumbent is the best *finite* metric value seen so far at any epoch.
-  NaN/inf values (diverged curves) never become incumbent; before the first
-  finite value the incumbent is NaN.
+  ``st_tuner_time``, ties kept in reporting order) is ``i + 1``. "After ``k``
+  epochs" means the first ``k`` rows in that order; runs longer than their
+  budget (several workers overshoot by a few epochs) are cut at the budget, and
+  a run shorter than ``k`` epochs (table exhausted) is taken as it ended.
+* The (anytime) incumbent is the best *finite* metric value seen so far at any
+  epoch of any trial. NaN/inf values (diverged curves) never become incumbent;
+  before the first finite value the incumbent is NaN.
+* The *fully-trained* incumbent is what a user takes home: among the trials
+  whose curve reached ``max_t`` within the epochs counted so far, the best
+  value *at* ``max_t`` (the trained model's value, not the best epoch of such a
+  trial). NaN while no trial has reached ``max_t`` (or all of those diverged).
 * Normalised regret = ``(best - incumbent) / (best - worst)`` with ``best`` and
-  ``worst`` from :class:`~benchmarks.table.MetricBounds` (this
-  formula is sign-correct for both directions). It is clipped to ``[0, 1]``;
-  a NaN incumbent (nothing finite seen) has regret 1.
+  ``worst`` from :class:`~benchmarks.table.MetricBounds` (``best_any`` and
+  ``worst`` in ``run.json``; this formula is sign-correct for both directions).
+  It is clipped to ``[0, 1]``; a NaN incumbent has regret 1. The fully-trained
+  regret uses the same bounds, so it is never below the anytime regret, and it
+  is 1 as long as no trial was trained to ``max_t``.
+* Budget use after ``k`` epochs (:func:`budget_use_at_fractions`), with
+  ``n = min(k, epochs of the run)``:
+
+  - *trials started*: distinct trials with a result among the first ``n``
+    epochs;
+  - *trials trained*: distinct trials with a result at ``max_t`` among them;
+  - *first-epoch share*: ``trials started / n``, the share of the epochs spent
+    on first epochs (each started trial has exactly one);
+  - *stopped-after-1 share*: the share of the ``n`` epochs spent on trials that
+    never got past their first epoch, as of the end of the run (a trial paused
+    after epoch 1 and resumed later does not count, even at 25 %).
 """
 
 from __future__ import annotations
@@ -25,23 +45,42 @@ import pandas as pd
 ST_TUNER_TIME = "st_tuner_time"
 
 
+def _running_best(
+    values: np.ndarray, do_minimize: bool, mask: np.ndarray | None = None
+) -> np.ndarray:
+    """Best finite value among ``values[: i + 1]`` (only where ``mask``), NaN before the first."""
+    sign = 1.0 if do_minimize else -1.0
+    ok = np.isfinite(values) if mask is None else np.isfinite(values) & mask
+    loss = np.where(ok, sign * values, np.inf)
+    running = np.minimum.accumulate(loss) if len(loss) else loss
+    return np.where(np.isfinite(running), sign * running, np.nan)
+
+
 def incumbent_trajectory(
     df: pd.DataFrame,
     metric: str,
     do_minimize: bool,
     time_col: str = ST_TUNER_TIME,
+    time_attr: str | None = None,
+    max_t: float | None = None,
 ) -> pd.DataFrame:
     """
     Anytime incumbent of one run, one row per reported epoch.
 
     :param df: Results of one run (one row per result, columns ``metric`` and
-        optionally ``time_col``)
+        optionally ``time_col``, ``trial_id`` and ``time_attr``)
     :param metric: Metric column
     :param do_minimize: Whether smaller is better
     :param time_col: Simulated-time column used for ordering (if present)
+    :param time_attr: Fidelity column (e.g. "epoch"); with ``max_t``, adds the
+        fully-trained incumbent
+    :param max_t: Maximum fidelity: a trial with a result at ``time_attr >= max_t``
+        is trained to the end
     :return: DataFrame with columns ``epochs`` (1, 2, ...), ``time`` (simulated
         time of the result, NaN if unknown), ``value`` (the reported value) and
-        ``incumbent``
+        ``incumbent``; ``trial_id`` if ``df`` has it; with ``time_attr`` and
+        ``max_t``: ``level`` (the fidelity of the result) and
+        ``trained_incumbent`` (best value at ``max_t`` so far, NaN before any)
     """
     if time_col in df.columns:
         df = df.sort_values(time_col, kind="stable")
@@ -49,18 +88,21 @@ def incumbent_trajectory(
     else:
         times = np.full(len(df), np.nan)
     values = df[metric].to_numpy(dtype=np.float64)
-    sign = 1.0 if do_minimize else -1.0
-    loss = np.where(np.isfinite(values), sign * values, np.inf)
-    running = np.minimum.accumulate(loss) if len(loss) else loss
-    incumbent = np.where(np.isfinite(running), sign * running, np.nan)
-    return pd.DataFrame(
+    out = pd.DataFrame(
         {
             "epochs": np.arange(1, len(values) + 1),
             "time": times,
             "value": values,
-            "incumbent": incumbent,
+            "incumbent": _running_best(values, do_minimize),
         }
     )
+    if "trial_id" in df.columns:
+        out["trial_id"] = df["trial_id"].to_numpy()
+    if time_attr is not None and max_t is not None:
+        level = df[time_attr].to_numpy(dtype=np.float64)
+        out["level"] = level
+        out["trained_incumbent"] = _running_best(values, do_minimize, mask=level >= max_t)
+    return out
 
 
 def normalized_regret(
@@ -83,15 +125,16 @@ def normalized_regret(
 
 
 def incumbent_at_epochs(
-    trajectory: pd.DataFrame, epochs: Sequence[int] | np.ndarray
+    trajectory: pd.DataFrame, epochs: Sequence[int] | np.ndarray, column: str = "incumbent"
 ) -> np.ndarray:
     """
     :param trajectory: Output of :func:`incumbent_trajectory`
     :param epochs: Epoch counts (>= 1); counts beyond the run's length use
         its last incumbent
+    :param column: "incumbent" (anytime) or "trained_incumbent" (fully trained)
     :return: Incumbent after that many epochs (NaN for 0 epochs)
     """
-    inc = trajectory["incumbent"].to_numpy()
+    inc = trajectory[column].to_numpy()
     out = np.full(len(epochs), np.nan)
     if len(inc) == 0:
         return out
@@ -107,6 +150,7 @@ def regret_at_fractions(
     best: float,
     worst: float,
     fractions: Sequence[float] = (0.25, 0.5, 1.0),
+    column: str = "incumbent",
 ) -> dict[float, float]:
     """
     Normalised regret after ``round(f * budget)`` epochs for each fraction.
@@ -116,20 +160,75 @@ def regret_at_fractions(
     :param best: See :func:`normalized_regret`
     :param worst: See :func:`normalized_regret`
     :param fractions: Budget fractions
+    :param column: "incumbent" (anytime regret) or "trained_incumbent"
+        (fully-trained regret)
     :return: ``{fraction: regret}``
     """
     epochs = [int(round(f * budget)) for f in fractions]
-    inc = incumbent_at_epochs(trajectory, epochs)
+    inc = incumbent_at_epochs(trajectory, epochs, column)
     return {f: float(normalized_regret(v, best, worst)) for f, v in zip(fractions, inc)}
 
 
 def regret_curve(
-    trajectory: pd.DataFrame, epochs: Sequence[int] | np.ndarray, best: float, worst: float
+    trajectory: pd.DataFrame,
+    epochs: Sequence[int] | np.ndarray,
+    best: float,
+    worst: float,
+    column: str = "incumbent",
 ) -> np.ndarray:
     """
+    :param column: See :func:`incumbent_at_epochs`
     :return: Normalised regret after each number of ``epochs``
     """
-    return normalized_regret(incumbent_at_epochs(trajectory, epochs), best, worst)
+    return normalized_regret(incumbent_at_epochs(trajectory, epochs, column), best, worst)
+
+
+BUDGET_USE_KEYS = (
+    "epochs", "trials_started", "trials_trained", "first_epoch_share", "stopped_after_first_share"
+)
+
+
+def budget_use_at_fractions(
+    trajectory: pd.DataFrame,
+    budget: int,
+    max_t: float,
+    fractions: Sequence[float] = (0.25, 0.5, 1.0),
+) -> dict[float, dict[str, float]]:
+    """
+    How a run spent its epochs after ``round(f * budget)`` epochs for each
+    fraction: trials started, trials trained to ``max_t``, first-epoch share
+    and stopped-after-1 share (definitions in the module docstring; "the end
+    of the run" is its first ``budget`` epochs).
+
+    :param trajectory: Output of :func:`incumbent_trajectory` with ``time_attr``
+        and ``max_t`` given, from results with a ``trial_id`` column
+    :param budget: Epoch budget of the run
+    :param max_t: Maximum fidelity
+    :param fractions: Budget fractions
+    :return: ``{fraction: {key: value}}`` with the keys of :data:`BUDGET_USE_KEYS`
+        (``epochs`` is the number of epochs counted; shares are NaN for 0 epochs)
+    """
+    run = trajectory.iloc[: max(int(budget), 0)]
+    ids = run["trial_id"].to_numpy()
+    at_max_t = run["level"].to_numpy(dtype=np.float64) >= max_t
+    first_seen = ~pd.Series(ids).duplicated().to_numpy()
+    if len(ids):
+        _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        only_epoch = counts[inverse.ravel()] == 1  # row of a trial with a single epoch in the run
+    else:
+        only_epoch = np.zeros(0, dtype=bool)
+    out = {}
+    for f in fractions:
+        n = min(int(round(f * budget)), len(ids))
+        started = int(first_seen[:n].sum())
+        out[f] = {
+            "epochs": n,
+            "trials_started": started,
+            "trials_trained": int(pd.unique(ids[:n][at_max_t[:n]]).size),
+            "first_epoch_share": started / n if n else np.nan,
+            "stopped_after_first_share": int(only_epoch[:n].sum()) / n if n else np.nan,
+        }
+    return out
 
 
 def average_ranks(

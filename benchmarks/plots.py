@@ -15,31 +15,52 @@ import numpy as np  # noqa: E402
 from benchmarks.metrics import normalized_regret  # noqa: E402
 
 
+KIND_LABELS = {"incumbent": "regret", "trained_incumbent": "fully-trained regret"}
+FILE_PREFIXES = {"incumbent": "regret", "trained_incumbent": "trained_regret"}
+
+
+def _cell_suffix(n_workers: int) -> str:
+    """File-name suffix of a worker count; none for 1 worker (the names the docs link)."""
+    return "" if n_workers == 1 else f"_w{n_workers}"
+
+
+def _cell_title(bench: str, n_workers: int) -> str:
+    return f"{bench}, {n_workers} worker{'s' if n_workers > 1 else ''}"
+
+
 def plot_regret_curves(
-    runs: Sequence, out_dir: str | Path, num_points: int = 100, log_y: bool = True
+    runs: Sequence,
+    out_dir: str | Path,
+    num_points: int = 100,
+    log_y: bool = True,
+    column: str = "incumbent",
 ) -> list[Path]:
     """
-    One PNG per benchmark family: mean normalised regret vs epochs over all
-    its tasks and seeds, one line per method, shaded +- one standard error.
-    Runs of a family may have different budgets; the x-axis goes up to the
-    smallest one.
+    One PNG per benchmark family and number of workers: mean normalised regret
+    vs epochs over all its tasks and seeds, one line per method, shaded +- one
+    standard error. Runs of a family may have different budgets; the x-axis
+    goes up to the smallest one. Files: ``regret_<family>.png`` (anytime) or
+    ``trained_regret_<family>.png`` (fully trained), with ``_w<n>`` before
+    ``.png`` for ``n`` > 1 workers.
 
     :param runs: :class:`~benchmarks.report.RunRecord` list
     :param out_dir: Output folder
     :param num_points: Points on the epoch grid
     :param log_y: Log-scale regret axis
+    :param column: "incumbent" (anytime regret) or "trained_incumbent"
+        (fully-trained regret, see :mod:`benchmarks.metrics`)
     :return: Paths of the written files
     """
-    by_bench = defaultdict(list)
+    by_cell = defaultdict(list)
     for r in runs:
-        by_bench[r.summary["benchmark"]].append(r)
+        by_cell[(r.summary["benchmark"], r.summary["n_workers"])].append(r)
     paths = []
-    for bench, rs in sorted(by_bench.items()):
+    for (bench, n_workers), rs in sorted(by_cell.items()):
         budget = min(r.summary["budget_epochs"] for r in rs)
         grid = np.unique(np.linspace(1, budget, num_points).round().astype(int))
         curves = defaultdict(list)
         for r in rs:
-            curves[r.summary["method"]].append(r.regret_curve(grid))
+            curves[r.summary["method"]].append(r.regret_curve(grid, column))
         fig, ax = plt.subplots(figsize=(6, 4))
         for method, cs in sorted(curves.items()):
             c = np.array(cs)
@@ -52,11 +73,12 @@ def plot_regret_curves(
         if log_y:
             ax.set_yscale("log")
         ax.set_xlabel("epochs (fidelity steps) simulated")
-        ax.set_ylabel("mean normalised regret")
-        ax.set_title(f"{bench}: {len({r.summary['task'] for r in rs})} tasks")
+        ax.set_ylabel(f"mean normalised {KIND_LABELS[column]}")
+        n_tasks = len({r.summary["task"] for r in rs})
+        ax.set_title(f"{_cell_title(bench, n_workers)}: {n_tasks} tasks")
         ax.legend(fontsize=8)
         fig.tight_layout()
-        path = Path(out_dir) / f"regret_{bench}.png"
+        path = Path(out_dir) / f"{FILE_PREFIXES[column]}_{bench}{_cell_suffix(n_workers)}.png"
         fig.savefig(path, dpi=120)
         plt.close(fig)
         paths.append(path)
@@ -65,9 +87,10 @@ def plot_regret_curves(
 
 def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 100) -> list[Path]:
     """
-    One PNG per task: mean normalised regret vs simulated time (the table's training times;
-    the scheduler's compute is included only for runs made with ``charge_scheduler_time``),
-    one line per method.
+    One PNG per task and number of workers: mean normalised regret vs simulated time (the
+    table's training times; the scheduler's compute is included only for runs made with
+    ``charge_scheduler_time``), one line per method. Files ``regret_time_<family>_<task>.png``,
+    with ``_w<n>`` before ``.png`` for ``n`` > 1 workers.
 
     :param runs: :class:`~benchmarks.report.RunRecord` list
     :param out_dir: Output folder
@@ -76,9 +99,9 @@ def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 1
     """
     by_task = defaultdict(list)
     for r in runs:
-        by_task[(r.summary["benchmark"], r.summary["task"])].append(r)
+        by_task[(r.summary["benchmark"], r.summary["task"], r.summary["n_workers"])].append(r)
     paths = []
-    for (bench, task), rs in sorted(by_task.items()):
+    for (bench, task, n_workers), rs in sorted(by_task.items()):
         ends = [r.trajectory["time"].max() for r in rs if r.trajectory["time"].notna().any()]
         starts = [r.trajectory["time"].min() for r in rs if r.trajectory["time"].notna().any()]
         if not ends:
@@ -98,10 +121,10 @@ def plot_regret_vs_time(runs: Sequence, out_dir: str | Path, num_points: int = 1
         ax.set_yscale("log")
         ax.set_xlabel("simulated time (table's time unit)")
         ax.set_ylabel("mean normalised regret")
-        ax.set_title(f"{bench}: {task}"[:70], fontsize=9)
+        ax.set_title(f"{_cell_title(bench, n_workers)}: {task}"[:80], fontsize=9)
         ax.legend(fontsize=8)
         fig.tight_layout()
-        path = Path(out_dir) / f"regret_time_{bench}_{task}.png"
+        path = Path(out_dir) / f"regret_time_{bench}_{task}{_cell_suffix(n_workers)}.png"
         fig.savefig(path, dpi=100)
         plt.close(fig)
         paths.append(path)

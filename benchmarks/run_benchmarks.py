@@ -3,9 +3,10 @@
 Example (from the repository root)::
 
     PYTHONPATH=. python benchmarks/run_benchmarks.py \\
-        --methods RandomSearch ASHA BOHB --seeds 0 1 2 --n-jobs 2
+        --methods RandomSearch ASHA BOHB --seeds 0 1 2 --n-workers 1 4 --n-jobs 2
 
-Results of finished runs are reused (the grid is resumable).
+Results of finished runs are reused (the grid is resumable). The report (summary.md,
+per_task.md, paired.md, CSVs, plots) groups runs by benchmark and number of workers.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
 from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
-from benchmarks.report import make_report  # noqa: E402
+from benchmarks.report import OURS, REFERENCES, make_report  # noqa: E402
 from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
 
 # the small subsets the repo ships (2 LCBench + 2 TaskSet tasks, benchmarks/data/README.md)
@@ -40,13 +41,19 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--budget-factor", type=float, default=20.0,
                    help="epoch budget = factor x max fidelity of the task")
-    p.add_argument("--n-workers", type=int, default=1, help="simulated workers")
+    p.add_argument("--n-workers", type=int, nargs="+", default=None,
+                   help="simulated workers; several values run the grid for each (default: 1). "
+                        "The report covers these worker counts (default: all in --results-dir)")
     p.add_argument("--n-jobs", type=int, default=None, help="parallel processes (default: cores)")
     p.add_argument("--results-dir", default=str(REPO / "benchmarks/results"))
     p.add_argument("--report-dir", default=None,
                    help="where the table and plots go (default: --results-dir)")
     p.add_argument("--baseline", default="RandomSearch",
                    help="method the speed-up is measured against (a random search)")
+    p.add_argument("--ours", nargs="+", default=list(OURS),
+                   help="name prefixes of the methods compared with the references in paired.md")
+    p.add_argument("--references", nargs="+", default=list(REFERENCES),
+                   help="methods ours are compared with (the better one per cell)")
     p.add_argument("--report-only", action="store_true",
                    help="only aggregate the finished runs in --results-dir")
     p.add_argument("--tuner-sleep-time", type=float, default=None,
@@ -83,14 +90,18 @@ def main(argv=None) -> int:
         return 2
     errors = []
     if not args.report_only:
-        specs = make_grid(pairs, args.methods, args.seeds, budgets, args.n_workers)
-        print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x {len(args.seeds)} seeds)")
+        workers = args.n_workers or [1]
+        specs = [s for n in workers for s in make_grid(pairs, args.methods, args.seeds, budgets, n)]
+        print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x "
+              f"{len(args.seeds)} seeds x {len(workers)} worker counts {workers})")
         _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
                              tuner_sleep_time=args.tuner_sleep_time,
                              charge_scheduler_time=args.charge_scheduler_time)
     report_dir = args.report_dir or args.results_dir
-    print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods, baseline=args.baseline))
-    print(f"\nTable and plots written to {report_dir}")
+    print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods,
+                      baseline=args.baseline, n_workers=args.n_workers, ours=args.ours,
+                      references=args.references))
+    print(f"\nTables (summary.md, per_task.md, paired.md, CSVs) and plots written to {report_dir}")
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
     return 1 if errors else 0

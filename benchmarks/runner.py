@@ -461,7 +461,9 @@ def run_grid(
     **run_kwargs,
 ) -> tuple[list[dict[str, Any]], list[tuple[RunSpec, str]]]:
     """
-    Runs all specs not finished yet in parallel processes.
+    Runs all specs not finished yet in parallel processes. The progress bar counts expected
+    seconds, not runs, and library warnings go to ``warnings.log`` in ``results_dir`` (see
+    :mod:`benchmarks.progress`).
 
     :param specs: Runs
     :param results_dir: Root folder of results
@@ -470,28 +472,39 @@ def run_grid(
     :param run_kwargs: Passed to :func:`run_one`
     :return: ``(summaries of finished runs, [(spec, error message)])``
     """
-    from tqdm import tqdm
+    from benchmarks.progress import WARNINGS_LOG, GridProgress, route_worker_output, warnings_to_log
 
     results_dir = str(results_dir)
     todo = [s for s in specs if not is_done(s, results_dir)]
     done = [run_one(s, results_dir) for s in specs if is_done(s, results_dir)]
     errors = []
     n_jobs = n_jobs or os.cpu_count() or 1
-    bar = tqdm(total=len(todo), disable=not progress, desc="runs")
-    if n_jobs == 1 or len(todo) <= 1:
-        for s in todo:
-            spec, res = _run_one_safe(s, results_dir, run_kwargs)
-            (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
-            bar.update()
-    else:
-        # spawn: a fresh interpreter per worker, safe with torch threads
-        with ProcessPoolExecutor(n_jobs, mp_context=get_context("spawn")) as ex:
-            futures = [ex.submit(_run_one_safe, s, results_dir, run_kwargs) for s in todo]
-            for fut in as_completed(futures):
-                spec, res = fut.result()
-                (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
-                bar.update()
+    Path(results_dir).mkdir(parents=True, exist_ok=True)
+    log_file = Path(results_dir) / WARNINGS_LOG
+    log_size = log_file.stat().st_size if log_file.exists() else 0
+    bar = GridProgress(todo, results_dir, disable=not progress)
+
+    def collect(spec: RunSpec, res: Any) -> None:
+        (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
+        bar.finished(spec)
+
+    with warnings_to_log(log_file):
+        if n_jobs == 1 or len(todo) <= 1:
+            for s in todo:
+                collect(*_run_one_safe(s, results_dir, run_kwargs))
+        else:
+            # spawn: a fresh interpreter per worker, safe with torch threads; the initializer
+            # sends the worker's warnings and logging to the log file, away from the bar
+            with ProcessPoolExecutor(
+                n_jobs, mp_context=get_context("spawn"),
+                initializer=route_worker_output, initargs=(str(log_file),),
+            ) as ex:
+                futures = [ex.submit(_run_one_safe, s, results_dir, run_kwargs) for s in todo]
+                for fut in as_completed(futures):
+                    collect(*fut.result())
     bar.close()
+    if progress and log_file.exists() and log_file.stat().st_size > log_size:
+        print(f"Library warnings of this grid are in {log_file}", file=sys.stderr)
     for spec, msg in errors:
         logger.error(f"Run {spec} failed: {msg}")
     return done, errors

@@ -231,6 +231,6 @@ def test_report_from_results_folder(tiny_folder, tmp_path):
     rs = next(r for r in runs if r.summary["method"] == "RandomSearch")
     assert table.loc["RandomSearch", "regret@100%"] == pytest.approx(rs.summary["regret"]["1.0"])
     md = make_report(tmp_path, tmp_path / "report")
-    assert "| tinybench | RandomSearch | 1 |" in md
+    assert "| tinybench | 1 | RandomSearch | 1 |" in md  # benchmark | n_workers | method | runs
     assert (tmp_path / "report" / "summary.md").exists()
     assert (tmp_path / "report" / "regret_tinybench.png").stat().st_size > 1000

@@ -4,6 +4,7 @@ import pytest
 
 from benchmarks.metrics import (
     average_ranks,
+    budget_use_at_fractions,
     first_epoch_reaching,
     incumbent_trajectory,
     normalized_regret,
@@ -95,3 +96,112 @@ def test_speedup_vs_random():
     rs_max = incumbent_trajectory(_run([10.0, 20.0, 30.0]), "loss", False)
     m_max = incumbent_trajectory(_run([35.0]), "loss", False)
     assert speedup_vs_random(m_max, rs_max, False) == pytest.approx(3.0)
+
+
+# --- fully-trained regret and budget use -----------------------------------------------------
+
+MAX_T = 3
+
+
+def _freeze_thaw_run():
+    """
+    (trial_id, epoch, loss) in simulated-time order, max_t = 3, budget 8 (row 9 overshoots).
+    t0 is trained at row 5 (its value at max_t, 5.0, is worse than its epoch 2, 4.0), t1 at
+    row 8; t2 has the best value (1.0) but is never trained; t2 and t3 never get past epoch 1
+    within the budget (t2's epoch 2 is the overshoot row).
+    """
+    rows = [
+        (0, 1, 8.0), (1, 1, 6.0), (0, 2, 4.0), (2, 1, 1.0), (0, 3, 5.0),
+        (1, 2, 3.0), (3, 1, 9.0), (1, 3, 2.0), (2, 2, 0.5),
+    ]
+    df = pd.DataFrame(rows, columns=["trial_id", "epoch", "loss"])
+    df["st_tuner_time"] = np.arange(1.0, len(df) + 1)
+    # reported out of time order: the metrics must follow simulated time
+    return df.iloc[[4, 0, 8, 2, 1, 7, 3, 6, 5]].reset_index(drop=True)
+
+
+def _trajectory(df, do_minimize=True):
+    return incumbent_trajectory(df, "loss", do_minimize, time_attr="epoch", max_t=MAX_T)
+
+
+def test_fully_trained_regret_counts_value_at_max_t_only_once_reached():
+    traj = _trajectory(_freeze_thaw_run())
+    # best 0, worst 10: regret = loss / 10
+    kw = dict(budget=8, best=0.0, worst=10.0, fractions=(0.25, 0.5, 0.625, 0.875, 1.0))
+    anytime = regret_at_fractions(traj, **kw)
+    trained = regret_at_fractions(traj, column="trained_incumbent", **kw)
+    # anytime: 6 after 2 epochs, then t2's 1.0 from epoch 4 on
+    assert anytime == pytest.approx({0.25: 0.6, 0.5: 0.1, 0.625: 0.1, 0.875: 0.1, 1.0: 0.1})
+    # nothing trained after 2 and 4 epochs -> 1; after 5 (and 7) only t0, at its max_t value 5
+    # (not its best epoch 4); t1 reaches max_t at epoch 8, so it counts only at 8
+    assert trained == pytest.approx({0.25: 1.0, 0.5: 1.0, 0.625: 0.5, 0.875: 0.5, 1.0: 0.2})
+
+
+def test_fully_trained_regret_none_reached_is_one():
+    df = _freeze_thaw_run()
+    df = df[df["epoch"] < MAX_T]
+    traj = _trajectory(df)
+    assert traj["trained_incumbent"].isna().all()
+    r = regret_at_fractions(traj, 7, 0.0, 10.0, column="trained_incumbent")
+    assert r == {0.25: 1.0, 0.5: 1.0, 1.0: 1.0}
+    # the anytime regret of the same run is not 1 (t2's epoch 2, 0.5, is among the 7 rows)
+    assert regret_at_fractions(traj, 7, 0.0, 10.0)[1.0] == pytest.approx(0.05)
+
+
+def test_fully_trained_regret_maximise_ignores_diverged_and_clips():
+    # accuracy, maximised; best 90, worst 10; t0 trained to 50, t1 diverged at max_t (NaN)
+    df = pd.DataFrame(
+        {
+            "trial_id": [0, 1, 0, 1, 0, 1],
+            "epoch": [1, 1, 2, 2, 3, 3],
+            "loss": [20.0, 30.0, 40.0, 60.0, 50.0, np.nan],
+            "st_tuner_time": np.arange(6.0),
+        }
+    )
+    traj = _trajectory(df, do_minimize=False)
+    # after 5 epochs only t0 is trained (50 -> (90 - 50) / 80 = 0.5); t1's NaN at max_t never wins
+    assert regret_at_fractions(
+        traj, 6, 90.0, 10.0, fractions=(5 / 6, 1.0), column="trained_incumbent"
+    ) == pytest.approx({5 / 6: 0.5, 1.0: 0.5})
+    # a lone diverged trained trial leaves the fully-trained regret at 1
+    only_t1 = _trajectory(df[df["trial_id"] == 1], do_minimize=False)
+    assert regret_at_fractions(only_t1, 3, 90.0, 10.0, column="trained_incumbent")[1.0] == 1.0
+    # clipped to [0, 1] like the anytime regret: 95 beats the table's best 90
+    df.loc[4, "loss"] = 95.0
+    assert regret_at_fractions(
+        _trajectory(df, do_minimize=False), 6, 90.0, 10.0, column="trained_incumbent"
+    )[1.0] == 0.0
+
+
+def test_budget_use_counts_and_shares():
+    use = budget_use_at_fractions(_trajectory(_freeze_thaw_run()), budget=8, max_t=MAX_T)
+    # after 2 epochs: t0, t1 started (both continue later: not stopped after 1)
+    assert use[0.25] == pytest.approx(dict(
+        epochs=2, trials_started=2, trials_trained=0, first_epoch_share=1.0,
+        stopped_after_first_share=0.0,
+    ))
+    # after 4: t2 started; within the budget it never gets past epoch 1 (epoch 2 is row 9)
+    assert use[0.5] == pytest.approx(dict(
+        epochs=4, trials_started=3, trials_trained=0, first_epoch_share=0.75,
+        stopped_after_first_share=0.25,
+    ))
+    # after 8: 4 started, t0 and t1 trained, t2 and t3 one epoch each
+    assert use[1.0] == pytest.approx(dict(
+        epochs=8, trials_started=4, trials_trained=2, first_epoch_share=0.5,
+        stopped_after_first_share=0.25,
+    ))
+    # with a budget of 9, t2 got past epoch 1: only t3's epoch is "stopped after 1"
+    use9 = budget_use_at_fractions(_trajectory(_freeze_thaw_run()), budget=9, max_t=MAX_T)
+    assert use9[1.0]["stopped_after_first_share"] == pytest.approx(1 / 9)
+    assert use9[1.0]["trials_trained"] == 2
+
+
+def test_budget_use_short_and_empty_runs():
+    traj = _trajectory(_freeze_thaw_run())
+    # a run shorter than its budget (table exhausted) is taken as it ended: 9 epochs
+    use = budget_use_at_fractions(traj, budget=20, max_t=MAX_T)
+    assert use[1.0]["epochs"] == 9 and use[1.0]["trials_started"] == 4
+    assert use[1.0]["first_epoch_share"] == pytest.approx(4 / 9)
+    assert use[0.25]["epochs"] == 5 and use[0.25]["trials_trained"] == 1
+    empty = budget_use_at_fractions(traj.iloc[:0], budget=8, max_t=MAX_T)
+    assert empty[1.0]["trials_started"] == 0 and np.isnan(empty[1.0]["first_epoch_share"])
