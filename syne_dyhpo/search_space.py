@@ -8,6 +8,7 @@ papers); categorical ones are one-hot encoded; ordinal ones keep their order as 
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any, Sequence
 
@@ -27,6 +28,22 @@ from syne_tune.config_space import (
 
 class ConfigSpaceError(ValueError):
     """The config space cannot be used by a freeze-thaw scheduler."""
+
+
+#: spaces with at most this many configurations are enumerated, so that new configurations are
+#: drawn without replacement and the scheduler knows when none is left
+MAX_ENUMERATED_CONFIGS = 10_000
+
+
+def _finite_values(domain: Domain) -> list | None:
+    """All values of a finite domain (None for a continuous one)."""
+    if isinstance(domain, Categorical):  # ordinal is categorical too
+        return list(domain.categories)
+    if isinstance(domain, FiniteRange):
+        return list(domain.values)
+    if isinstance(domain, Integer):
+        return list(range(int(domain.lower), int(domain.upper) + 1))
+    return None
 
 
 class _NumericalEncoding:
@@ -147,6 +164,26 @@ class ConfigEncoder:
         """Adds constants and casts values the way Syne Tune does before starting a trial."""
         return postprocess_config(cast_config_values(config, self.config_space), self.config_space)
 
+    def validate(self, config: dict[str, Any], where: str) -> None:
+        """Raises :class:`ConfigSpaceError` naming ``where``, the hyperparameter and the value
+        if ``config`` lacks a hyperparameter or has a value outside its domain."""
+        for name in self.hp_names:
+            if name not in config:
+                raise ConfigSpaceError(f"{where} lacks hyperparameter '{name}' (has {sorted(config)})")
+            domain, value = self.config_space[name], config[name]
+            values = _finite_values(domain)
+            inside = (value in values or str(value) in map(str, values)) if values is not None else domain.is_valid(value)
+            if not inside:
+                raise ConfigSpaceError(f"{where}: {name}={value!r} is outside its domain {domain}")
+
+    def grid(self) -> list[dict[str, Any]] | None:
+        """Every configuration of the space if all its domains are finite and there are at
+        most :data:`MAX_ENUMERATED_CONFIGS` of them, else None."""
+        values = [_finite_values(self.config_space[name]) for name in self.hp_names]
+        if any(v is None for v in values) or math.prod(len(v) for v in values) > MAX_ENUMERATED_CONFIGS:
+            return None
+        return [self.complete(dict(zip(self.hp_names, combo))) for combo in itertools.product(*values)]
+
     def key(self, config: dict[str, Any]) -> tuple:
         """Hashable identity of a configuration's hyperparameter values."""
         return tuple(to_native(config[name]) for name in self.hp_names)
@@ -169,33 +206,43 @@ def _index_of(categories: list, value: Any, name: str) -> int:
 
 
 class CandidateSampler:
-    """Proposes new configurations: sampled from the space, or drawn from a finite set.
+    """Proposes new configurations: sampled from the space, or drawn from a finite pool.
 
-    With ``candidate_configs`` (e.g. the rows of a tabular benchmark), new configurations
-    are drawn only from that set, each at most once.
+    The pool is ``candidate_configs`` (e.g. the rows of a tabular benchmark) if given, else the
+    whole space when it is small and finite (:meth:`ConfigEncoder.grid`); new configurations
+    are then drawn only from it, each at most once.
 
     :param encoder: encoder of the config space
-    :param candidate_configs: optional finite set of configurations to draw from
+    :param candidate_configs: optional finite set of configurations to draw from; each must lie
+        in the space
+    :raises ConfigSpaceError: if ``candidate_configs`` is empty or one of them lacks a
+        hyperparameter or has a value outside its domain
     """
 
     def __init__(self, encoder: ConfigEncoder, candidate_configs: Sequence[dict[str, Any]] | None = None):
         self.encoder = encoder
-        self.finite = candidate_configs is not None
         self._pool: list[dict[str, Any]] = []
-        self._pool_encoded = np.zeros((0, encoder.dim))
         self._pool_index: dict[tuple, int] = {}
         self._used: set[tuple] = set()
         if candidate_configs is not None:
             if len(candidate_configs) == 0:
                 raise ConfigSpaceError("candidate_configs is empty")
-            for c in candidate_configs:
-                full = encoder.complete({k: to_native(v) for k, v in c.items()})
-                key = encoder.key(full)
-                if key not in self._pool_index:
-                    self._pool_index[key] = len(self._pool)
-                    self._pool.append(full)
-            self._pool_encoded = encoder.encode_many(self._pool)
+            for i, c in enumerate(candidate_configs):
+                native = {k: to_native(v) for k, v in c.items()}
+                encoder.validate(native, where=f"candidate_configs[{i}]")
+                self._add_to_pool(encoder.complete(native))
+        else:
+            for config in encoder.grid() or []:
+                self._add_to_pool(config)
+        self.finite = len(self._pool) > 0
+        self._pool_encoded = encoder.encode_many(self._pool)
         self._pool_free = np.ones(len(self._pool), dtype=bool)
+
+    def _add_to_pool(self, config: dict[str, Any]) -> None:
+        key = self.encoder.key(config)
+        if key not in self._pool_index:
+            self._pool_index[key] = len(self._pool)
+            self._pool.append(config)
 
     def mark_used(self, config: dict[str, Any]) -> None:
         """Excludes a configuration from later proposals (it has a trial already)."""
@@ -208,12 +255,16 @@ class CandidateSampler:
         """Whether no trial was started with this configuration yet."""
         return self.encoder.key(config) not in self._used
 
+    def num_free(self) -> int | None:
+        """Configurations of the pool not started yet (None: sampling never runs out)."""
+        return int(self._pool_free.sum()) if self.finite else None
+
     def propose(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         """
         :param rng: random state
         :param num: maximum number of configurations
         :return: (configurations, their encodings); fewer than ``num`` (possibly none) when
-            a finite set is nearly exhausted
+            a finite pool is nearly exhausted
         """
         if not self.finite:
             configs = [c for c in self.encoder.sample(rng, num) if self.encoder.key(c) not in self._used]

@@ -14,8 +14,10 @@ from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import FitSchedule, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
-SPACE = {"x": choice([0.0, 0.25, 0.5, 0.75, 1.0]), "c": 7}
-TABLE = [{"x": v} for v in [0.0, 0.25, 0.5, 0.75, 1.0]]
+# 41 configurations: plenty for the segment logic (a nearly used-up pool runs jobs to max_t)
+X_VALUES = [i / 40 for i in range(41)]
+SPACE = {"x": choice(X_VALUES), "c": 7}
+TABLE = [{"x": v} for v in X_VALUES]
 
 
 class PreferencePolicy(SurrogatePolicy):
@@ -45,8 +47,9 @@ class PreferencePolicy(SurrogatePolicy):
 def make(prefer, **kw):
     kw.setdefault("max_t", 5)
     kw.setdefault("num_initial_random", 1)
+    kw.setdefault("candidate_configs", TABLE)
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
-                               candidate_configs=TABLE, random_seed=0, **kw)
+                               random_seed=0, **kw)
 
 
 def start(s, expected_id):
@@ -238,7 +241,7 @@ def test_metadata_json_and_pickle_after_real_fits():
 
 def test_max_paused_checkpoints_retires_lowest_ranked_and_never_resumes_them():
     # each trial's score is its id; new configs score 100 so every decision pauses the reporter
-    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2)
+    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2, candidate_configs=TABLE[:5])
     trials = []
     for tid in range(4):
         trial = start(s, tid)

@@ -43,6 +43,8 @@ class TrialRecord:
     :param scores: ``scores[e - 1]`` is the score at epoch ``e`` (NaN: gap, -inf: diverged)
     :param status: life-cycle state
     :param segment_end: epoch at which the next decision about this trial is due
+    :param job_end: epoch at which the trial's current job stops by itself (its segment end
+        when the job is told it, else ``max_t``)
     """
 
     trial_id: int
@@ -51,6 +53,7 @@ class TrialRecord:
     scores: list[float] = field(default_factory=list)
     status: TrialStatus = TrialStatus.RUNNING
     segment_end: int = 1
+    job_end: int = 0
 
     @property
     def last_epoch(self) -> int:

@@ -71,7 +71,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param max_resource_attr: optional config key the training script reads as "stop after
         this epoch"; set to the end of the current segment on every start and resume, so a
         real job stops exactly where the scheduler wants (every decision then pauses the
-        trial; if it wins again it is resumed at once)
+        trial; if it wins again it is resumed at once). Once a finite pool of configurations
+        (``candidate_configs``, or a small finite space) is nearly used up, it is set to
+        ``max_t`` instead and a winning trial just continues: Syne Tune's Tuner never asks
+        again after a ``suggest()`` that found nothing to run, so trials whose jobs stop at
+        every segment end could otherwise be left paused for good
     :param max_paused_checkpoints: optional cap on the number of paused trials whose
         checkpoints are kept. After each decision, paused trials beyond the cap with the lowest
         acquisition values are *retired*: never resumed again, and their checkpoints deleted
@@ -144,10 +148,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._sampler = CandidateSampler(self._encoder, candidate_configs)
         self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
         self._lifecycle = TrialLifecycle(
-            self._obs,
-            budget_step=self.budget_step,
-            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
-            jobs_stop_at_segment_end=max_resource_attr is not None,
+            self._obs, budget_step=self.budget_step, restart_on_lost_checkpoint=restart_on_lost_checkpoint
         )
         self._decider = DecisionMaker(
             policy,
@@ -162,6 +163,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
+        self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
@@ -169,6 +171,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def suggest(self) -> TrialSuggestion | None:
         """The next trial to run on a free worker: the oldest decision still waiting for one,
         else a fresh decision among paused trials and new configurations."""
+        self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
             decision = self._pending.pop(0)
             if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
@@ -190,6 +193,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
+        job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
+        record.job_end = self.max_t if job_end is None else int(job_end)
 
     def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
         record = self._obs.trials.get(trial.trial_id)
@@ -203,7 +208,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         decision = self._decide(reporting=record)
         if decision is not None and decision.kind is DecisionKind.RESUME and decision.trial_id == record.trial_id:
             self._lifecycle.extend(record)
-            if self.max_resource_attr is None:
+            if record.job_end > record.last_epoch:
                 return SchedulerDecision.CONTINUE
             # the job stops itself at its segment end: pause it and resume it right away
             self._pending.insert(0, decision)
@@ -333,22 +338,32 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self._checkpoints_to_delete.append(trial_id)
         return decision
 
-    def _with_segment(self, config: dict[str, Any], end: int) -> dict[str, Any]:
-        config = dict(config)
-        if self.max_resource_attr is not None:
-            config[self.max_resource_attr] = end
-        return config
+    def _job_end(self, segment_end: int) -> int:
+        """Epoch at which a job (re)started now is told to stop (``max_resource_attr``): its
+        segment end while configurations are plentiful, else ``max_t`` (see the class
+        docstring: with few or no new configurations left, a free worker may find nothing to
+        run, and Syne Tune stops asking)."""
+        if self.max_resource_attr is None:
+            return self.max_t
+        free = self._sampler.num_free()
+        if free is not None and free <= max(8, 4 * self._workers_seen):
+            return self.max_t
+        return segment_end
 
     def _start(self, config: dict[str, Any]) -> TrialSuggestion:
         self._sampler.mark_used(config)
-        return TrialSuggestion.start_suggestion(self._with_segment(config, self._lifecycle.segment_end(None)))
+        config = dict(config)
+        if self.max_resource_attr is not None:
+            config[self.max_resource_attr] = self._job_end(self._lifecycle.segment_end(None))
+        return TrialSuggestion.start_suggestion(config)
 
     def _resume(self, record: TrialRecord) -> TrialSuggestion:
         # Syne Tune sends no callback for a resume: mark it running now (several free workers)
         self._lifecycle.resume(record)
+        record.job_end = self._job_end(record.segment_end)
         if self.max_resource_attr is None:
             return TrialSuggestion.resume_suggestion(record.trial_id)
-        record.config = self._with_segment(record.config, record.segment_end)
+        record.config = {**record.config, self.max_resource_attr: record.job_end}
         return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
 
 

@@ -36,22 +36,13 @@ class TrialLifecycle:
     :param restart_on_lost_checkpoint: what a resumed trial that reports epoch 1 again (its
         checkpoint was missing or unreadable, the script started over) becomes: False marks it
         failed; True archives its earlier curve and lets it continue from scratch
-    :param jobs_stop_at_segment_end: whether each job is told its segment end and stops there
-        by itself (the scheduler's ``max_resource_attr``)
     """
 
-    def __init__(
-        self,
-        observations: Observations,
-        budget_step: int,
-        restart_on_lost_checkpoint: bool = False,
-        jobs_stop_at_segment_end: bool = False,
-    ):
+    def __init__(self, observations: Observations, budget_step: int, restart_on_lost_checkpoint: bool = False):
         self.observations = observations
         self.max_t = observations.max_t
         self.budget_step = budget_step
         self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
-        self.jobs_stop_at_segment_end = jobs_stop_at_segment_end
         self._resumed: set[int] = set()  # resumed, no new report yet (lost-checkpoint detection)
 
     def segment_end(self, record: TrialRecord | None) -> int:
@@ -126,13 +117,14 @@ class TrialLifecycle:
             f"trial_id {tid} lost its checkpoint after epoch {record.last_epoch} and restarts from "
             "scratch; its earlier curve is kept as an archived record"
         )
+        exact_segment = record.job_end == record.segment_end
         self.observations.archive(tid)
         self._resumed.discard(tid)
         self.observations.add_result(tid, 1, value)
-        if not self.jobs_stop_at_segment_end:
+        if not exact_segment:
             self.extend(record)
-        # else the segment end stays: the restarted job still runs to the segment end in its
-        # config and stops itself there; pausing it earlier would kill it past its report and
+        # else the segment end stays: the restarted job still runs to the segment end it was
+        # told and stops itself there; pausing it earlier would kill it past its report and
         # leave a checkpoint ahead of what was seen
         return ResultAction.CONTINUE
 

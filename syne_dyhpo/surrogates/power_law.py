@@ -107,6 +107,22 @@ class PowerLawEnsemble:
         self._optimizer: torch.optim.Optimizer | None = None
         self._max_t = 1
 
+    def __getstate__(self) -> dict:
+        # the Tuner dill-pickles the scheduler every few seconds; a torch optimizer object does
+        # not survive dill (typing_extensions sentinels), its state dict does
+        state = dict(self.__dict__)
+        optimizer = state.pop("_optimizer")
+        state["_optimizer_state"] = None if optimizer is None else optimizer.state_dict()
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        optimizer_state = state.pop("_optimizer_state")
+        self.__dict__.update(state)
+        self._optimizer = None
+        if self._nets is not None:
+            self._optimizer = torch.optim.Adam(self._nets.parameters(), lr=self.config.lr)
+            self._optimizer.load_state_dict(optimizer_state)
+
     def fit(self, data: TrainingData, from_scratch: bool, seed: int) -> None:
         cfg = self.config
         self._max_t = data.max_t
