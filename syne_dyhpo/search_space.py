@@ -255,6 +255,10 @@ class CandidateSampler:
         """Whether no trial was started with this configuration yet."""
         return self.encoder.key(config) not in self._used
 
+    def keys(self) -> set[tuple]:
+        """Identities (:meth:`ConfigEncoder.key`) of the pool's configurations."""
+        return set(self._pool_index)
+
     def num_free(self) -> int | None:
         """Configurations of the pool not started yet (None: sampling never runs out)."""
         return int(self._pool_free.sum()) if self.finite else None

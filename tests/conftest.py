@@ -26,3 +26,60 @@ def make_trial(trial_id: int, config: dict):
     from syne_tune.backend.trial_status import Trial
 
     return Trial(trial_id=trial_id, config=config, creation_time=datetime.now())
+
+
+def tiny_blackbox(num_configs: int, max_t: int, seed: int = 0):
+    """A tabular blackbox of ``num_configs`` crossing power-law error curves over one
+    categorical hyperparameter ``x`` (and a constant one: Syne Tune's lookup needs two
+    columns), one unit of time per epoch; objectives ``error`` and ``time``."""
+    import numpy as np
+    import pandas as pd
+    from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
+    from syne_tune.config_space import choice, randint
+
+    rng = np.random.RandomState(seed)
+    t = np.arange(1, max_t + 1, dtype=float)
+    y = np.zeros((num_configs, 1, max_t, 2))
+    for i in range(num_configs):
+        final, speed = 0.1 + 0.5 * rng.rand(), 0.2 + rng.rand()
+        y[i, 0, :, 0] = final + (0.9 - final) * t ** (-speed) + 0.002 * rng.randn(max_t)
+        y[i, 0, :, 1] = t
+    return BlackboxTabular(
+        hyperparameters=pd.DataFrame([{"x": i, "c": "a"} for i in range(num_configs)]),
+        configuration_space={"x": choice(list(range(num_configs))), "c": choice(["a"])},
+        fidelity_space={"epoch": randint(1, max_t)},
+        objectives_evaluations=y,
+        fidelity_values=np.arange(1, max_t + 1),
+        objectives_names=["error", "time"],
+    )
+
+
+def simulate_tuner(scheduler, blackbox, n_workers: int, max_epochs: int, max_resource_attr=None, **tuner_kwargs):
+    """Runs ``scheduler`` in a real Syne Tune Tuner on ``blackbox`` (simulator, training time
+    only) until ``max_epochs`` results or the scheduler has nothing left; returns the tuner
+    and the dataframe of results the scheduler saw."""
+    import contextlib
+    import io
+
+    from syne_tune import StoppingCriterion, Tuner
+    from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback
+
+    from benchmarks.runner import simulator_backend_class
+
+    backend = simulator_backend_class()(
+        blackbox=blackbox, elapsed_time_attr="time", tuner_sleep_time=0.05, seed=0, max_resource_attr=max_resource_attr
+    )
+    callback = SimulatorCallback()
+    tuner_kwargs.setdefault("save_tuner", False)
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=StoppingCriterion(max_num_evaluations=max_epochs),
+        n_workers=n_workers,
+        sleep_time=0,
+        callbacks=[callback],
+        **tuner_kwargs,
+    )
+    with contextlib.redirect_stdout(io.StringIO()):
+        tuner.run()
+    return tuner, callback.dataframe()

@@ -179,6 +179,7 @@ def test_table_restricted_uniform_visits_each_row_once_and_is_seeded(tiny_folder
         TableRestricted(RandomSearch(bb.configuration_space, metrics=["valid_loss"]), configs, sampling="knn")
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 @pytest.mark.parametrize("method", ["RandomSearch", "ASHA"])
 def test_end_to_end_run(tiny_folder, tmp_path, method):
     spec = RunSpec(method, str(tiny_folder), "taskA", seed=0, budget_epochs=20, n_workers=1)
@@ -205,6 +206,7 @@ def test_end_to_end_run(tiny_folder, tmp_path, method):
     assert not list(out.glob("st-*"))  # Syne Tune's own output folder removed
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_random_search_exhausts_table(tiny_folder, tmp_path):
     spec = RunSpec("RandomSearch", str(tiny_folder), "taskB", seed=3, budget_epochs=100)
     summary = run_one(spec, tmp_path)
@@ -216,6 +218,7 @@ def test_random_search_exhausts_table(tiny_folder, tmp_path):
     assert json.loads((run_dir(spec, tmp_path) / RUN_FILE).read_text())["bounds"]["worst"] == 10.0
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_report_from_results_folder(tiny_folder, tmp_path):
     from benchmarks.report import load_runs, long_table, make_report, summary_table
 

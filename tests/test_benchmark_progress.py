@@ -85,6 +85,7 @@ def test_warnings_go_to_the_log_not_stderr(tmp_path, capsys):
     assert "shown again" not in log.read_text()
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_spawned_worker_routes_warnings_to_the_log(tmp_path, capfd):
     log = tmp_path / WARNINGS_LOG
     with ProcessPoolExecutor(
@@ -95,6 +96,7 @@ def test_spawned_worker_routes_warnings_to_the_log(tmp_path, capfd):
     assert "fastparquet engine is deprecated" not in capfd.readouterr().err
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_run_grid_keeps_warnings_out_of_the_terminal(tmp_path, capfd, monkeypatch):
     def noisy(d, cs, configs, seed):
         warnings.warn("a library deprecation", FutureWarning)

@@ -176,6 +176,7 @@ def _trained_by_hand(spec, root):
     return df.loc[df["epoch"] == MAX_T, "trial_id"].nunique(), df["trial_id"].nunique()
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_report_from_real_runs(results, tmp_path):
     root, specs = results
     md = make_report(root, tmp_path, ours=("ASHA",), references=("RandomSearch",))
@@ -209,6 +210,7 @@ def test_report_from_real_runs(results, tmp_path):
     assert "## Pooled over tasks" in md and "| lcbench | 2 | ASHA |" in md
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_report_with_missing_methods_and_worker_filter(results, tmp_path):
     root, _ = results
     # default comparison (DyHPO/DeepPowerLaw vs ASHA/BOHB): no run of ours, the rest still works
@@ -221,6 +223,7 @@ def test_report_with_missing_methods_and_worker_filter(results, tmp_path):
     assert make_report(root, tmp_path, n_workers=[4]) == "(no finished runs)"
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_cli_runs_the_grid_per_worker_count(tmp_path):
     from benchmarks import run_benchmarks
 

@@ -91,6 +91,7 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 @pytest.mark.parametrize("method", METHODS)
 def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     log_path = tmp_path / "epochs.log"
@@ -176,6 +177,7 @@ def test_config_space_from_ray():
         config_space_from_ray({"q": tune.quniform(0, 1, 0.1)})
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_refuses_max_resource_attr_and_bad_metric():
     from syne_dyhpo import DyHPO
 

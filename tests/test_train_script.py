@@ -87,6 +87,7 @@ def run_parallel(*procs):
     return [finish(p) for p in procs]
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_segments_resume_exactly(tmp_path, capsys):
     seg, fresh = tmp_path / "segments", tmp_path / "fresh"
     common = ["--max_epochs", "10"]
@@ -122,6 +123,7 @@ def test_segments_resume_exactly(tmp_path, capsys):
     assert (fresh / CHECKPOINT_FILENAME).stat().st_mtime_ns == mtime  # untouched
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_killed_run_resumes_from_its_checkpoint(tmp_path):
     """PAUSE in LocalBackend = SIGKILL at an arbitrary point, then a new process."""
     killed_dir, fresh = tmp_path / "killed", tmp_path / "fresh"
@@ -156,6 +158,7 @@ def test_killed_run_resumes_from_its_checkpoint(tmp_path):
     assert resumed.reports == reference.reports[ckpt_epoch:]
 
 
+@pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_corrupt_checkpoint_fails_loudly_or_restarts_on_request(tmp_path, capsys):
     strict, lenient, fresh = (
         tmp_path / "strict",

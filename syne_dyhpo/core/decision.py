@@ -111,6 +111,10 @@ class DecisionMaker:
         self.num_decisions += 1
         if new_configs and (num_started < self.num_initial_random or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0])
+        if not self.policy.ready(self.observations):
+            # too few observations to fit a model (a tiny space, used up before two results
+            # came in): any trial is as good as another
+            return Decision.resume(records[self.rng.randint(len(records))].trial_id)
         if self.sh_probability > 0 and self.rng.uniform() < self.sh_probability:
             promoted = self._sh_promotion(records)
             if promoted is not None:

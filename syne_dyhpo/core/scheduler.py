@@ -18,6 +18,7 @@ ends, late and stale reports) is :mod:`syne_dyhpo.core.trials`, the decision
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -94,6 +95,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param sh_reduction_factor: see ``sh_probability``. Defaults to 3 (Syne Tune's
         successive halving)
     :param random_seed: seed of all randomness (candidate sampling, surrogate training)
+    :param points_to_evaluate: configurations started first, in the given order, before any
+        random or model-based choice (each must be complete and, with ``candidate_configs``,
+        one of them). As in Syne Tune 0.16's searchers, None means none (0.16 no longer
+        starts from the space's default configuration)
     """
 
     def __init__(
@@ -114,10 +119,17 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         sh_probability: float = 0.0,
         sh_reduction_factor: float = 3.0,
         random_seed: int | None = None,
+        points_to_evaluate: Sequence[dict[str, Any]] | None = None,
     ):
-        super().__init__(random_seed=random_seed)
+        if random_seed is not None and (isinstance(random_seed, bool) or int(random_seed) != random_seed):
+            raise ValueError(f"random_seed must be an integer or None, got {random_seed!r}")
+        super().__init__(random_seed=None if random_seed is None else int(random_seed))
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
+        if not isinstance(time_attr, str) or not time_attr:
+            raise ValueError(f"time_attr must be a non-empty string, got {time_attr!r}")
+        if not isinstance(do_minimize, (bool, np.bool_)):
+            raise ValueError(f"do_minimize must be True or False, got {do_minimize!r}")
         if max_t is None or int(max_t) != max_t or max_t < 1:
             raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
         if int(budget_step) != budget_step or budget_step < 1:
@@ -146,6 +158,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
             raise ValueError(f"max_resource_attr '{max_resource_attr}' must not be a hyperparameter of config_space")
         self._sampler = CandidateSampler(self._encoder, candidate_configs)
+        self._points_to_evaluate = self._checked_points(points_to_evaluate)
         self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
         self._lifecycle = TrialLifecycle(
             self._obs, budget_step=self.budget_step, restart_on_lost_checkpoint=restart_on_lost_checkpoint
@@ -315,12 +328,15 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"trial_id {trial_id}: metric '{self.metric}' is not a number: {result[self.metric]!r}")
         epoch_raw = result[self.time_attr]
         try:
-            epoch = int(round(float(epoch_raw)))
+            epoch_float = float(epoch_raw)
         except (TypeError, ValueError):
             raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' is not a number: {epoch_raw!r}")
-        if epoch < 1:
-            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' must be >= 1 (epochs count from 1), got {epoch_raw}")
-        return epoch, value
+        if not math.isfinite(epoch_float) or epoch_float != int(epoch_float) or epoch_float < 1:
+            raise ValueError(
+                f"trial_id {trial_id}: '{self.time_attr}' must be a whole number of epochs >= 1 "
+                f"(counted from 1), got {epoch_raw!r}"
+            )
+        return int(epoch_float), value
 
     def _decide(self, reporting: TrialRecord | None) -> Decision | None:
         """Asks the decision maker; retires the trials it ranked hopeless."""
@@ -331,12 +347,40 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             new_configs, new_x = self._sampler.propose(self._decider.rng, self.num_candidates)
         else:
             new_configs, new_x = [], np.zeros((0, self._encoder.dim))
+        point = self._next_point_to_evaluate()
+        if point is not None:
+            return Decision.start(point)
         num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
         decision = self._decider.decide(records, new_configs, new_x, num_started)
         for trial_id in () if decision is None else decision.retire:
             self._lifecycle.retire(self._obs.trials[trial_id])
             self._checkpoints_to_delete.append(trial_id)
         return decision
+
+    def _checked_points(self, points: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
+        if points is None:
+            return []
+        if isinstance(points, dict) or not all(isinstance(p, dict) for p in points):
+            raise ValueError(f"points_to_evaluate must be a list of configurations (dicts), got {points!r}")
+        checked = []
+        for i, point in enumerate(points):
+            self._encoder.validate(point, where=f"points_to_evaluate[{i}]")
+            config = self._encoder.complete(dict(point))
+            if self._sampler.finite and self._encoder.key(config) not in self._sampler.keys():
+                raise ValueError(f"points_to_evaluate[{i}] = {point} is not one of the candidate configurations")
+            checked.append(config)
+        return checked
+
+    def _next_point_to_evaluate(self) -> dict[str, Any] | None:
+        """The first of ``points_to_evaluate`` not started yet (and not already decided on)."""
+        if not self._new_trials_allowed:
+            return None
+        decided = {self._encoder.key(d.config) for d in self._pending if d.kind is DecisionKind.START}
+        for point in self._points_to_evaluate:
+            key = self._encoder.key(point)
+            if self._sampler.is_free(point) and key not in decided:
+                return point
+        return None
 
     def _job_end(self, segment_end: int) -> int:
         """Epoch at which a job (re)started now is told to stop (``max_resource_attr``): its

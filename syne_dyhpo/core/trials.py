@@ -97,9 +97,18 @@ class TrialLifecycle:
         return ResultAction.DECIDE
 
     def _on_late_result(self, record: TrialRecord, epoch: int, value: float) -> ResultAction:
-        # a trial paused or stopped by us, whose job reported once more before it ended (results
-        # are polled): keep the data if new
-        self.observations.add_result(record.trial_id, epoch, value)
+        """A trial paused or stopped by us whose job reported once more before it ended
+        (results are polled): the data is kept if new, and what it says about the trial holds
+        (a diverged trial is never resumed, one that reached ``max_t`` is finished)."""
+        if self.observations.add_result(record.trial_id, epoch, value) and record.status in (
+            TrialStatus.PAUSED,
+            TrialStatus.RETIRED,
+        ):
+            if not math.isfinite(value):
+                logger.warning(f"trial_id {record.trial_id}: late report of value {value}; treated as diverged")
+                record.status = TrialStatus.DIVERGED
+            elif epoch >= self.max_t:
+                record.status = TrialStatus.FINISHED
         return ResultAction.PAUSE if record.status.resumable else ResultAction.STOP
 
     def _on_restart(self, record: TrialRecord, value: float) -> ResultAction:

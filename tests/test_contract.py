@@ -1,0 +1,227 @@
+"""Every path a Syne Tune user takes keeps working (issue 10): saving and pickling the tuner, a
+finite set of configurations running out, bad input, late reports, tiny spaces, and
+``points_to_evaluate``. Continuation with ``Tuner.load`` is in ``test_continuation.py``."""
+
+import pickle
+
+import dill
+import numpy as np
+import pytest
+from syne_tune.config_space import choice, loguniform, uniform
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+
+from conftest import make_trial, simulate_tuner, tiny_blackbox
+from syne_dyhpo import DeepPowerLaw, DyHPO
+from syne_dyhpo.core.observations import TrialStatus
+from syne_dyhpo.search_space import ConfigSpaceError
+
+METHODS = [DyHPO, DeepPowerLaw]
+FAST = {DyHPO: {}, DeepPowerLaw: {}}
+
+
+def drive(scheduler, steps, value=lambda trial_id, epoch: 1.0 / epoch + 0.01 * trial_id):
+    """One worker, as Syne Tune's Tuner drives a scheduler: suggest, run one epoch, report."""
+    trials = {}
+    for _ in range(steps):
+        suggestion = scheduler.suggest()
+        if suggestion is None:
+            break
+        if suggestion.spawn_new_trial_id:
+            trial = make_trial(len(trials), suggestion.config)
+            trials[trial.trial_id] = trial
+            scheduler.on_trial_add(trial)
+        else:
+            trial = trials[suggestion.checkpoint_trial_id]
+        decision = D.CONTINUE
+        while decision == D.CONTINUE:
+            epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1
+            decision = scheduler.on_trial_result(trial, {"epoch": epoch, "loss": value(trial.trial_id, epoch)})
+        scheduler.on_trial_remove(trial)
+    return trials
+
+
+# ----- 1. the Tuner pickles the scheduler (dill) with its default save_tuner=True -----------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
+def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
+    blackbox = tiny_blackbox(num_configs=30, max_t=10)
+    scheduler = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=10, random_seed=0)
+    tuner, df = simulate_tuner(scheduler, blackbox, n_workers=2, max_epochs=60, save_tuner=True)
+    assert len(df) >= 60
+    loaded = dill.load(open(tuner.tuner_path / "tuner.dill", "rb"))
+    assert loaded.scheduler.observations.num_observations == scheduler.observations.num_observations
+
+
+def test_power_law_ensemble_pickle_round_trip_keeps_predictions_and_optimizer_state():
+    s = DeepPowerLaw({"x": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0, num_candidates=8)
+    drive(s, 12)
+    assert pickle.loads(pickle.dumps(s)).observations.num_observations == s.observations.num_observations
+    clone = dill.loads(dill.dumps(s))
+    from syne_dyhpo.core.candidates import make_candidates
+
+    records = list(s.observations.trials.values())
+    cands = make_candidates(records, [], np.zeros((0, 1)), s.observations, lambda r: 5)
+    for scheduler in (s, clone):  # one more refinement: from the same weights and Adam moments
+        scheduler.policy.surrogate.fit(scheduler.policy._training_data(scheduler.observations), False, seed=3)
+    mean, std = s.policy.fit(s.observations, seed=0).predict(cands, np.full(len(cands), 5))
+    mean_clone, std_clone = clone.policy.fit(clone.observations, seed=0).predict(cands, np.full(len(cands), 5))
+    np.testing.assert_array_equal(mean, mean_clone)
+    np.testing.assert_array_equal(std, std_clone)
+
+
+# ----- 3. a finite set of configurations runs out while workers are busy ---------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_configs, n_workers", [(7, 4), (2, 3)])
+@pytest.mark.parametrize("method", METHODS)
+def test_every_config_of_a_used_up_pool_is_trained_to_max_t(method, num_configs, n_workers):
+    max_t = 30
+    blackbox = tiny_blackbox(num_configs=num_configs, max_t=max_t)
+    scheduler = method(
+        blackbox.configuration_space, metric="error", do_minimize=True, max_t=max_t, random_seed=0,
+        max_resource_attr="max_epoch",
+    )
+    _, df = simulate_tuner(scheduler, blackbox, n_workers=n_workers, max_epochs=10_000, max_resource_attr="max_epoch")
+    # before: suggest() found nothing once while workers were busy, Syne Tune never asked again
+    # and trials paused afterwards stayed paused (158 of 210 epochs, 2 of 60)
+    assert len(df) == num_configs * max_t
+    assert scheduler.metadata()["status_counts"] == {"finished": num_configs}
+    for _, trial in df.groupby("trial_id"):
+        assert sorted(trial["epoch"].astype(int)) == list(range(1, max_t + 1))
+
+
+def test_large_pool_keeps_exact_segments_with_max_resource_attr():
+    table = [{"x": v} for v in np.linspace(0, 1, 200)]
+    s = DyHPO({"x": choice([t["x"] for t in table])}, metric="loss", max_t=10, random_seed=0,
+              candidate_configs=table, max_resource_attr="max_epoch")
+    assert s.suggest().config["max_epoch"] == 1
+
+
+# ----- 4. bad input --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("do_minimize", ["max", None, 1])
+def test_do_minimize_must_be_a_bool(do_minimize):
+    with pytest.raises(ValueError, match=f"do_minimize must be True or False, got {do_minimize!r}"):
+        DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=5, do_minimize=do_minimize)
+
+
+SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"lr": 50.0, "dropout": 0.1}, r"candidate_configs\[1\]: lr=50.0 is outside its domain"),
+        ({"lr": 1e-3, "dropout": -3.0}, r"candidate_configs\[1\]: dropout=-3.0 is outside its domain"),
+        ({"lr": 1e-3}, r"candidate_configs\[1\] lacks hyperparameter 'dropout'"),
+    ],
+)
+def test_candidate_configs_outside_the_space_are_refused(bad, message):
+    with pytest.raises(ConfigSpaceError, match=message):
+        DyHPO(SPACE, metric="loss", max_t=5, candidate_configs=[{"lr": 1e-3, "dropout": 0.1}, bad])
+
+
+@pytest.mark.parametrize("epoch", [float("inf"), float("nan"), 1.5, 2.5, 0, "two"])
+def test_bad_epochs_are_refused_naming_time_attr_and_value(epoch):
+    s = DyHPO(SPACE, metric="loss", max_t=5, random_seed=0)
+    trial = make_trial(0, s.suggest().config)
+    s.on_trial_add(trial)
+    with pytest.raises(ValueError, match=r"'epoch' .*" + repr(epoch).replace("(", r"\(").replace(")", r"\)")):
+        s.on_trial_result(trial, {"epoch": epoch, "loss": 0.5})
+    assert s.observations.trials[0].scores == []  # nothing recorded
+    assert s.on_trial_result(trial, {"epoch": 1.0, "loss": 0.5}) in (D.CONTINUE, D.PAUSE)  # 1.0 is epoch 1
+
+
+def test_bad_constructor_arguments_name_the_argument():
+    for kwargs, name in [({"time_attr": ""}, "time_attr"), ({"random_seed": 1.5}, "random_seed"), ({"max_t": 0}, "max_t")]:
+        with pytest.raises(ValueError, match=name):
+            DyHPO(SPACE, metric="loss", **{"max_t": 5, **kwargs})
+
+
+# ----- 5. late results for a paused trial -----------------------------------------------------
+
+
+def _paused_trial(max_t=5):
+    # prefers new configurations: every decision pauses the reporting trial
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=max_t, random_seed=0, num_initial_random=10)
+    trial = make_trial(0, s.suggest().config)
+    s.on_trial_add(trial)
+    assert s.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.PAUSE
+    s.on_trial_remove(trial)
+    return s, trial
+
+
+def test_late_nan_after_pause_marks_the_trial_diverged_and_it_is_never_resumed():
+    s, trial = _paused_trial()
+    assert s.on_trial_result(trial, {"epoch": 2, "loss": float("nan")}) == D.STOP
+    assert s.trial_status(0) is TrialStatus.DIVERGED
+    for _ in range(20):
+        sug = s.suggest()
+        assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
+        t = make_trial(len(s.observations.trials), sug.config)
+        s.on_trial_add(t)
+        s.on_trial_result(t, {"epoch": 1, "loss": 0.9})
+        s.on_trial_remove(t)
+
+
+def test_late_reports_up_to_max_t_finish_the_trial():
+    s, trial = _paused_trial(max_t=3)
+    assert s.on_trial_result(trial, {"epoch": 2, "loss": 0.4}) == D.PAUSE  # still resumable
+    assert s.on_trial_result(trial, {"epoch": 3, "loss": 0.3}) == D.STOP
+    assert s.trial_status(0) is TrialStatus.FINISHED
+    assert s.observations.trials[0].scores == [-0.5, -0.4, -0.3]
+
+
+# ----- 6. tiny spaces with several workers ----------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("num_configs, n_workers", [(2, 3), (3, 4)])
+def test_tiny_space_with_more_workers_than_configs_needs_no_fallback(num_configs, n_workers):
+    blackbox = tiny_blackbox(num_configs=num_configs, max_t=10)
+    s = DyHPO(blackbox.configuration_space, metric="error", do_minimize=True, max_t=10, random_seed=0)
+    _, df = simulate_tuner(s, blackbox, n_workers=n_workers, max_epochs=10_000)
+    assert len(df) == num_configs * 10
+    # before: the GP was fitted on a single row (batch norm failed) and the decision was random
+    assert s.metadata()["num_fallbacks"] == 0
+
+
+# ----- 7. points_to_evaluate -------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
+def test_points_to_evaluate_are_started_first_in_order(method):
+    blackbox = tiny_blackbox(num_configs=40, max_t=5)
+    points = [{"x": 17, "c": "a"}, {"x": 3, "c": "a"}, {"x": 29, "c": "a"}]
+    s = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=5, random_seed=0,
+               points_to_evaluate=points)
+    _, df = simulate_tuner(s, blackbox, n_workers=2, max_epochs=40)
+    first = df.sort_values("st_tuner_time", kind="stable").drop_duplicates("trial_id")["config_x"].tolist()
+    assert first[:3] == [17, 3, 29]
+    assert len(set(first)) == len(first)  # never started twice
+
+
+def test_points_to_evaluate_are_validated():
+    with pytest.raises(ConfigSpaceError, match=r"points_to_evaluate\[0\]: lr=5.0 is outside"):
+        DyHPO(SPACE, metric="loss", max_t=5, points_to_evaluate=[{"lr": 5.0, "dropout": 0.1}])
+    with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] = .* is not one of the candidate configurations"):
+        DyHPO(SPACE, metric="loss", max_t=5, candidate_configs=[{"lr": 1e-3, "dropout": 0.1}],
+              points_to_evaluate=[{"lr": 1e-2, "dropout": 0.1}])
+    # None: nothing special, as Syne Tune 0.16's searchers (no default configuration)
+    s = DyHPO(SPACE, metric="loss", max_t=5, random_seed=0, points_to_evaluate=None)
+    assert s.suggest().config != DyHPO(SPACE, metric="loss", max_t=5, random_seed=1).suggest().config
+
+
+# ----- 9. the suite itself: the e2e check ships with the repo, hangs fail fast ------------------
+
+
+def test_the_repo_ships_its_end_to_end_check_and_tests_time_out(pytestconfig):
+    from conftest import REPO
+
+    assert (REPO / "benchmarks" / "check_e2e.py").exists()
+    assert float(pytestconfig.getini("timeout")) > 0
