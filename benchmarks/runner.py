@@ -196,7 +196,7 @@ class TimedScheduler(TrialScheduler):
 
 
 @dataclass
-class EpochBudget(StoppingCriterion):
+class SimulatedEpochsBudget(StoppingCriterion):
     """
     Stops once at least ``max_epochs`` results (= epochs, one result per
     fidelity step) have been reported by the backend. Counted on
@@ -358,7 +358,7 @@ def run_one(
     tuner = Tuner(
         trial_backend=backend,
         scheduler=scheduler,
-        stop_criterion=EpochBudget(max_epochs=spec.budget_epochs),
+        stop_criterion=SimulatedEpochsBudget(max_epochs=spec.budget_epochs),
         n_workers=spec.n_workers,
         sleep_time=0,
         callbacks=[callback],

@@ -60,7 +60,7 @@ ENTRY_POINT = LAUNCH_DIR / "train_mlp.py"
 NON_HYPERPARAMETERS = (MAX_RESOURCE_ATTR, "max_epochs", "seed", "on_checkpoint_error")
 
 
-class EpochBudget:
+class ObservedEpochsBudget:
     """Stop criterion: True once the scheduler has recorded ``max_epochs_total`` epochs
     (over all trials), or ``max_wallclock_time`` seconds have passed.
 
@@ -204,7 +204,7 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
     tuner = Tuner(
         trial_backend=backend,
         scheduler=scheduler,
-        stop_criterion=EpochBudget(scheduler, args.budget_epochs, args.max_wallclock_time),
+        stop_criterion=ObservedEpochsBudget(scheduler, args.budget_epochs, args.max_wallclock_time),
         n_workers=args.n_workers,
         sleep_time=args.sleep_time,
         max_failures=args.max_failures,

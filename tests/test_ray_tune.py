@@ -17,21 +17,13 @@ ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip inst
 from ray import tune  # noqa: E402
 from syne_tune.config_space import choice, uniform  # noqa: E402
 
-import syne_dyhpo  # noqa: E402
 from syne_dyhpo.ray_tune import FreezeThawRayScheduler, config_space_from_ray, ray_scheduler  # noqa: E402
 
 MAX_EPOCHS = 6
 MAX_TRIALS = 6
 TOTAL_EPOCHS = 20
 
-METHODS = [
-    pytest.param("dyhpo", id="dyhpo"),
-    pytest.param(
-        "dpl",
-        id="dpl",
-        marks=pytest.mark.skipif(not hasattr(syne_dyhpo, "DeepPowerLaw"), reason="syne_dyhpo.DeepPowerLaw not available"),
-    ),
-]
+METHODS = ["dyhpo", "dpl"]
 
 
 def _fast_kwargs(method: str) -> dict:
