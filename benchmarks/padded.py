@@ -83,18 +83,26 @@ def ends_at_last_real_step(base: type, metric: str) -> type:
     """
 
     class EndsAtLastRealStep(base):
-        def config_objectives(self, config: dict[str, Any], seed: int) -> list[dict]:
-            results = super().config_objectives(config, seed)
-            n = len(results)
-            while n and not _is_real(results[n - 1], metric, self.elapsed_time_attr):
-                n -= 1
+        def last_real_fidelity(self, config: dict[str, Any], seed: int | None) -> int:
+            """Fidelity of the last real step of ``config``'s whole curve (not just of the
+            requested segment: a NaN at a segment's end with real steps after it is data)."""
+            values = self.blackbox.objective_function(self._filter_config(config), seed=seed)
+            names = self.blackbox.objectives_names
+            real = np.isfinite(values[:, names.index(metric)]) & np.isfinite(
+                values[:, names.index(self.elapsed_time_attr)]
+            )
+            n = int(real_lengths(real))
             if n == 0:
                 raise ValueError(
                     f"Configuration {config} has no real step for seed {seed} (its curve is all "
                     f"NaN): nothing to simulate; leave it out of the candidates "
                     f"(benchmarks.padded.rows_with_real_steps)"
                 )
-            return results[:n]
+            return int(self.blackbox.fidelity_values[n - 1])
+
+        def config_objectives(self, config: dict[str, Any], seed: int) -> list[dict]:
+            last = self.last_real_fidelity(config, seed)
+            return [r for r in super().config_objectives(config, seed) if int(r[self.time_attr]) <= last]
 
         def _run_job_and_collect_results(self, trial_id: int, config: dict | None = None):
             # Resumed after a pause at its last real step (the scheduler paused it there):
@@ -104,14 +112,10 @@ def ends_at_last_real_step(base: type, metric: str) -> type:
             if paused_at is not None and self._support_checkpointing:
                 cfg = self._trial_dict[trial_id].config if config is None else config
                 seed = self._seed if self._seed is not None else self._seed_for_trial.get(trial_id)
-                if int(self.config_objectives(cfg, seed=seed)[-1][self.time_attr]) <= paused_at:
+                if self.last_real_fidelity(cfg, seed) <= paused_at:
                     return Status.completed, []
             return super()._run_job_and_collect_results(trial_id, config)
 
     EndsAtLastRealStep.__name__ = f"{base.__name__}EndsAtLastRealStep"
     EndsAtLastRealStep.__qualname__ = EndsAtLastRealStep.__name__
     return EndsAtLastRealStep
-
-
-def _is_real(result: dict[str, Any], metric: str, elapsed_time_attr: str) -> bool:
-    return bool(np.isfinite(result[metric]) and np.isfinite(result[elapsed_time_attr]))

@@ -268,18 +268,54 @@ def test_padded_backend_ends_each_curve_at_its_last_real_step(repository):
     assert np.isnan(plain.config_objectives(configs[short], seed=0)[-1][d.metric])
 
 
-def test_metric_bounds_of_padded_curves_use_each_run_s_last_real_value():
+def _tiny_padded(err: np.ndarray, time_nan: np.ndarray) -> BlackboxTabular:
     from syne_tune.config_space import randint, uniform
 
+    # rows {"x": 0.1, "y": 1}, {"x": 0.2, "y": 2}, ... (two columns: Syne Tune's row lookup
+    # fails on a single one)
+    steps, rows = err.shape[1], np.arange(1, len(err) + 1)
+    times = np.where(time_nan, np.nan, np.arange(1.0, steps + 1))
+    return BlackboxTabular(
+        hyperparameters=pd.DataFrame({"x": rows / 10, "y": rows}),
+        configuration_space={"x": uniform(0, 1), "y": randint(1, len(err))},
+        fidelity_space={"global_step": randint(1, steps)},
+        objectives_evaluations=np.stack([err, times], axis=-1)[:, None], objectives_names=["error", "time"],
+    )
+
+
+def test_padded_backend_keeps_data_nan_and_ends_resumed_trials_at_once():
+    nan = np.nan
+    # A to the end; B ends after 2 steps; C has a NaN error at step 2 (data: its time is real)
+    # and ends after 3
+    err = np.array([[0.8, 0.5, 0.3, 0.2], [0.95, 0.9, nan, nan], [0.9, nan, 0.5, nan]])
+    bb = _tiny_padded(err, time_nan=np.isnan(err) & ~np.eye(3, 4, k=-1, dtype=bool))
+    backend = simulator_backend_class(padded_metric="error")(blackbox=bb, elapsed_time_attr="time", seed=0)
+    rows = [{"x": y / 10, "y": y} for y in (1, 2, 3)]
+    steps = [[r["global_step"] for r in backend.config_objectives(row, seed=0)] for row in rows]
+    assert steps == [[1, 2, 3, 4], [1, 2], [1, 2, 3]]
+    assert np.isnan(backend.config_objectives(rows[2], seed=0)[1]["error"])  # reported as recorded
+    # a job told to stop at step 2 (max_resource_attr, how our schedulers run segments) reports
+    # C's NaN at step 2: the end of a segment is not the end of the curve
+    segments = simulator_backend_class(padded_metric="error")(
+        blackbox=bb, elapsed_time_attr="time", seed=0, max_resource_attr="segment_end"
+    )
+    segment = segments.config_objectives({**rows[2], "segment_end": 2}, seed=0)
+    assert [r["global_step"] for r in segment] == [1, 2] and np.isnan(segment[1]["error"])
+    backend.time_keeper.start_of_time()  # as the Tuner does before starting trials
+    trial = backend.start_trial(rows[1])
+    status, results = backend._run_job_and_collect_results(trial.trial_id)
+    assert status == "Completed" and [r["global_step"] for r in results] == [1, 2]
+    backend._resource_paused_for_trial[trial.trial_id] = 1  # paused after step 1: step 2 is left
+    assert [r["global_step"] for r in backend._run_job_and_collect_results(trial.trial_id)[1]] == [2]
+    backend._resource_paused_for_trial[trial.trial_id] = 2  # paused at its last real step
+    assert backend._run_job_and_collect_results(trial.trial_id) == ("Completed", [])
+
+
+def test_metric_bounds_of_padded_curves_use_each_run_s_last_real_value():
     # three runs: A to the end (final 0.2), B stopped after 2 steps at 0.9, C after 3 at 0.5
     nan = np.nan
     err = np.array([[0.8, 0.5, 0.3, 0.2], [0.95, 0.9, nan, nan], [0.9, 0.7, 0.5, nan]])
-    obj = np.stack([err, np.where(np.isnan(err), nan, np.arange(1.0, 5.0))], axis=-1)[:, None]
-    bb = BlackboxTabular(
-        hyperparameters=pd.DataFrame({"x": [0.1, 0.2, 0.3]}), configuration_space={"x": uniform(0, 1)},
-        fidelity_space={"global_step": randint(1, 4)}, objectives_evaluations=obj,
-        objectives_names=["error", "time"],
-    )
+    bb = _tiny_padded(err, time_nan=np.isnan(err))
     padded = metric_bounds(bb, "error", do_minimize=True, worst_quantile=1.0, padded=True)
     assert (padded.best_final, padded.worst_final, padded.worst) == (0.2, 0.9, 0.9)
     # at the maximum fidelity only A has a value: worst = best = 0.2, no range to normalise by
