@@ -1,15 +1,13 @@
 """Run a grid of simulated benchmark runs and write a report.
 
+Sources are the data the repo ships (default), serialized blackbox folders (--data), or
+blackboxes of Syne Tune's repository by name, read offline from ~/.blackbox-repository or
+--repository (e.g. ``--blackbox fcnet --tasks protein_structure naval_propulsion``).
+
 Example (from the repository root)::
 
     PYTHONPATH=. python benchmarks/run_benchmarks.py \\
         --methods RandomSearch ASHA BOHB --seeds 0 1 2 --n-jobs 2
-
-A blackbox of Syne Tune's repository by name (read offline from ~/.blackbox-repository, or
-from --repository), a few of its tasks, DyHPO against the baselines::
-
-    PYTHONPATH=. python benchmarks/run_benchmarks.py --blackbox fcnet \\
-        --tasks protein_structure naval_propulsion --methods RandomSearch ASHA DyHPO DeepPowerLaw
 
 Results of finished runs are reused (the grid is resumable).
 """
@@ -27,8 +25,8 @@ REPO = Path(__file__).resolve().parents[1]
 # (runner, metrics, report): import them as the benchmarks package from the repo root instead
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
 from benchmarks.blackboxes import REPOSITORY_ENV, BlackboxNotAvailableError  # noqa: E402
+from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
 from benchmarks.report import make_report  # noqa: E402
 from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
 
