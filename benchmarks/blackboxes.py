@@ -4,12 +4,20 @@ A benchmark is either a blackbox of Syne Tune's repository (``lcbench``,
 ``fcnet``, ``nasbench201``, ``pd1``), read offline from its local cache, or
 any folder in Syne Tune's serialized tabular layout (written by
 :func:`syne_tune.blackbox_repository.blackbox_tabular.serialize`).
+
+Repository blackboxes are read from Syne Tune's folder (``~/.blackbox-repository``), or from
+the folder named by the environment variable :data:`REPOSITORY_ENV` (tests, synthetic data;
+``run_benchmarks.py --repository``). An environment variable rather than a module attribute,
+so that the grid's worker processes (spawned, fresh interpreters) read the same folder.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +42,10 @@ class BenchmarkDefinition:
     :param max_t: Maximum fidelity value
     :param elapsed_time_attr: Objective holding cumulative training time
     :param source: Repository name or folder path the data came from
+    :param nan_padded: Whether NaN at the end of a curve means "this configuration's run
+        ended here" (PD1 pads each curve with NaN to the task's longest) rather than
+        divergence (TaskSet, a real training job). The runner then ends a trial at its last
+        real step, as if training finished, and never reports the padding
     """
 
     name: str
@@ -44,6 +56,7 @@ class BenchmarkDefinition:
     max_t: int
     elapsed_time_attr: str
     source: str
+    nan_padded: bool = False
 
 
 # Attribute names of Syne Tune's published blackboxes (from its conversion
@@ -65,7 +78,7 @@ KNOWN_BLACKBOXES: dict[str, dict[str, Any]] = {
     "pd1": dict(
         # pd1's fidelity is "global_step" (index of the evaluation along the curve)
         metric="metric_valid_error_rate", do_minimize=True, time_attr="global_step",
-        elapsed_time_attr="metric_elapsed_time",
+        elapsed_time_attr="metric_elapsed_time", nan_padded=True,
     ),
 }
 
@@ -90,14 +103,46 @@ def infer_do_minimize(metric: str) -> bool:
     raise ValueError(f"Cannot infer the direction of metric '{metric}': pass do_minimize")
 
 
+REPOSITORY_ENV = "SYNE_DYHPO_BLACKBOX_REPOSITORY"
+"""Environment variable naming a folder to read repository blackboxes from instead of Syne
+Tune's ``~/.blackbox-repository`` (same layout: ``<folder>/<name>/metadata.json``)."""
+
+
+def repository_root() -> Path:
+    """
+    :return: Folder holding repository blackboxes: ``$SYNE_DYHPO_BLACKBOX_REPOSITORY`` if set,
+        else Syne Tune's ``repository_path`` (``~/.blackbox-repository``)
+    """
+    folder = os.environ.get(REPOSITORY_ENV)
+    if folder:
+        return Path(folder).expanduser()
+    from syne_tune.blackbox_repository.conversion_scripts.utils import repository_path
+
+    return Path(repository_path)
+
+
 def repository_cache_path(name: str) -> Path:
     """
     :param name: Repository blackbox name
-    :return: Folder where Syne Tune caches it (``~/.blackbox-repository/<name>``)
+    :return: Folder of that blackbox (``<repository_root()>/<name>``)
     """
-    from syne_tune.blackbox_repository.conversion_scripts.utils import repository_path
+    return repository_root() / name
 
-    return Path(repository_path) / name
+
+@contextmanager
+def _syne_tune_repository(root: Path) -> Iterator[None]:
+    """Points Syne Tune's ``load_blackbox`` at ``root`` while it runs. Syne Tune fixes its
+    folder at import (``conversion_scripts.utils.repository_path``, imported by name into
+    ``repository``, which is where ``load_blackbox`` reads it): both are set, then restored."""
+    from syne_tune.blackbox_repository import repository
+    from syne_tune.blackbox_repository.conversion_scripts import utils
+
+    saved = repository.repository_path, utils.repository_path
+    repository.repository_path = utils.repository_path = Path(root)
+    try:
+        yield
+    finally:
+        repository.repository_path, utils.repository_path = saved
 
 
 def _load_repository_blackbox(name: str) -> dict[str, BlackboxTabular]:
@@ -105,22 +150,35 @@ def _load_repository_blackbox(name: str) -> dict[str, BlackboxTabular]:
     # Checking the cache first (and forcing HF offline mode) guarantees we never
     # hang on a network call in a sandbox without internet.
     if not (path / "metadata.json").exists():
+        elsewhere = (
+            f" ({REPOSITORY_ENV} points at {path.parent}: unset it to read ~/.blackbox-repository, "
+            f"or copy the downloaded folder there)"
+            if os.environ.get(REPOSITORY_ENV) else ""
+        )
         raise BlackboxNotAvailableError(
             f"Blackbox '{name}' is not in the local cache {path}. Obtain it once "
             f"with internet access (python -c \"from syne_tune.blackbox_repository "
-            f"import load_blackbox; load_blackbox('{name}')\"), or pass the path of "
+            f"import load_blackbox; load_blackbox('{name}')\"; Syne Tune downloads it "
+            f"into ~/.blackbox-repository/{name}){elsewhere}, or pass the path of "
             f"a folder in Syne Tune's serialized layout instead of the name. "
             f"Nothing is downloaded at run time."
         )
     os.environ["HF_HUB_OFFLINE"] = "1"
     from syne_tune.blackbox_repository import load_blackbox
 
+    # offline, huggingface_hub warns on every load that it returns the local folder
+    hf_logger = logging.getLogger("huggingface_hub")
+    level = hf_logger.level
+    hf_logger.setLevel(logging.ERROR)
     try:
-        bbs = load_blackbox(name, local_files_only=True)
+        with _syne_tune_repository(path.parent):
+            bbs = load_blackbox(name, local_files_only=True)
     except Exception as ex:  # e.g. incomplete cache
         raise BlackboxNotAvailableError(
             f"Could not load blackbox '{name}' offline from {path}: {ex}"
         ) from ex
+    finally:
+        hf_logger.setLevel(level)
     if not isinstance(bbs, dict):
         bbs = {name: bbs}
     return bbs
@@ -158,8 +216,9 @@ def load_benchmark(
     Loads one task of a benchmark with its definition.
 
     Attribute names are taken, in this order, from the arguments, from
-    ``metadata.json`` of a folder (keys ``default_metric``, ``time_attr``,
-    ``metric_elapsed_time``), or from :data:`KNOWN_BLACKBOXES`.
+    ``metadata.json`` of a folder (keys ``metric_default`` as Syne Tune's conversion
+    scripts write it, or ``default_metric``; ``time_attr``, ``metric_elapsed_time``), or
+    from :data:`KNOWN_BLACKBOXES`.
 
     :param source: Repository name (e.g. "lcbench") or serialized folder path
     :param task: Task name; may be omitted if the source has a single task
@@ -203,6 +262,7 @@ def load_benchmark(
         max_t=int(max(bb.fidelity_values)),
         elapsed_time_attr=elapsed,
         source=src,
+        nan_padded=bool(defaults.get("nan_padded", False)),
     )
     return definition, bb
 
@@ -213,11 +273,13 @@ _CACHE: dict[str, tuple] = {}
 def _load_all(source: str | Path) -> tuple[dict[str, BlackboxTabular], dict, str, str]:
     """Returns (blackboxes by task, default attribute names, family name, source string).
 
-    Results are cached per process: a grid reuses the same folder many times.
+    Results are cached per process: a grid reuses the same folder many times. A repository
+    name is cached under its folder, which :data:`REPOSITORY_ENV` may change.
     """
     key = str(source)
-    if key in _CACHE:
-        return _CACHE[key]
+    cache_key = str(repository_cache_path(key)) if key in KNOWN_BLACKBOXES else key
+    if cache_key in _CACHE:
+        return _CACHE[cache_key]
     if is_serialized_folder(source):
         from syne_tune.blackbox_repository.blackbox_tabular import deserialize
 
@@ -226,6 +288,7 @@ def _load_all(source: str | Path) -> tuple[dict[str, BlackboxTabular], dict, str
         defaults = {
             k_out: meta[k_in]
             for k_in, k_out in [
+                ("metric_default", "metric"),  # the key Syne Tune's scripts write
                 ("default_metric", "metric"),
                 ("time_attr", "time_attr"),
                 ("metric_elapsed_time", "elapsed_time_attr"),
@@ -242,7 +305,7 @@ def _load_all(source: str | Path) -> tuple[dict[str, BlackboxTabular], dict, str
             f"'{source}' is neither a serialized blackbox folder nor one of the "
             f"known repository names {sorted(KNOWN_BLACKBOXES)}"
         )
-    _CACHE[key] = out
+    _CACHE[cache_key] = out
     return out
 
 

@@ -1,5 +1,9 @@
 """Run a grid of simulated benchmark runs and write a report.
 
+Sources are the data the repo ships (default), serialized blackbox folders (--data), or
+blackboxes of Syne Tune's repository by name, read offline from ~/.blackbox-repository or
+--repository (e.g. ``--blackbox fcnet --tasks protein_structure naval_propulsion``).
+
 Example (from the repository root)::
 
     PYTHONPATH=. python benchmarks/run_benchmarks.py \\
@@ -22,6 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 # (runner, metrics, report): import them as the benchmarks package from the repo root instead
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
+from benchmarks.blackboxes import REPOSITORY_ENV, BlackboxNotAvailableError  # noqa: E402
 from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
 from benchmarks.report import OURS, REFERENCES, make_report  # noqa: E402
 from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
@@ -32,8 +37,15 @@ DEFAULT_DATA = [str(REPO / "benchmarks/data/lcbench"), str(REPO / "benchmarks/da
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data", nargs="+", default=DEFAULT_DATA,
-                   help="serialized blackbox folders or repository names (lcbench, fcnet, ...)")
+    p.add_argument("--data", nargs="+", default=None,
+                   help="serialized blackbox folders or repository names (lcbench, fcnet, ...); "
+                        "default: the data the repo ships, unless --blackbox is given")
+    p.add_argument("--blackbox", nargs="+", default=None, choices=sorted(KNOWN_BLACKBOXES),
+                   help="blackboxes of Syne Tune's repository by name (same as --data NAME), read "
+                        "offline from ~/.blackbox-repository or --repository")
+    p.add_argument("--repository", default=None,
+                   help=f"folder to read --blackbox names from instead of ~/.blackbox-repository "
+                        f"(sets {REPOSITORY_ENV}), e.g. synthetic data of benchmarks/synthetic.py")
     p.add_argument("--tasks", nargs="*", default=None,
                    help="task names to run (default: all tasks of each source)")
     p.add_argument("--methods", nargs="+", default=["RandomSearch", "ASHA", "BOHB"],
@@ -67,6 +79,16 @@ def parse_args(argv=None) -> argparse.Namespace:
 def main(argv=None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
+    args.data = _sources(args)
+    if args.budget_factor <= 0:
+        print(f"--budget-factor must be > 0, got {args.budget_factor}", file=sys.stderr)
+        return 2
+    if args.repository is not None:
+        if not Path(args.repository).is_dir():
+            print(f"--repository {args.repository}: not a folder", file=sys.stderr)
+            return 2
+        # an environment variable: the grid's spawned worker processes inherit it
+        os.environ[REPOSITORY_ENV] = str(Path(args.repository).resolve())
     unknown = set(args.methods) - set(METHODS)
     if unknown:
         print(f"Unknown methods {sorted(unknown)}; known: {sorted(METHODS)}", file=sys.stderr)
@@ -77,6 +99,15 @@ def main(argv=None) -> int:
                   f"of {sorted(KNOWN_BLACKBOXES)}", file=sys.stderr)
             return 2
     pairs, budgets = [], {}
+    try:
+        tasks_of = {source: list_tasks(source) for source in args.data}
+    except BlackboxNotAvailableError as ex:
+        print(str(ex), file=sys.stderr)
+        return 2
+    unknown_tasks = set(args.tasks or []) - {t for tasks in tasks_of.values() for t in tasks}
+    if unknown_tasks:
+        print(f"--tasks {sorted(unknown_tasks)}: not a task of {args.data}; tasks: {tasks_of}", file=sys.stderr)
+        return 2
     for source in args.data:
         source = os.path.normpath(source) if os.path.exists(source) else source
         for task in list_tasks(source):
@@ -105,6 +136,13 @@ def main(argv=None) -> int:
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
     return 1 if errors else 0
+
+
+def _sources(args: argparse.Namespace) -> list[str]:
+    """--blackbox names then --data entries; the shipped data if neither is given."""
+    if args.data is None and args.blackbox is None:
+        return list(DEFAULT_DATA)
+    return list(args.blackbox or []) + list(args.data or [])
 
 
 if __name__ == "__main__":

@@ -259,7 +259,7 @@ def is_done(spec: RunSpec, results_dir: str | Path) -> bool:
     return (run_dir(spec, results_dir) / RUN_FILE).exists()
 
 
-def simulator_backend_class(charge_scheduler_time: bool = False) -> type:
+def simulator_backend_class(charge_scheduler_time: bool = False, padded_metric: str | None = None) -> type:
     """
     Syne Tune's simulator adds the real time spent outside the backend (mostly the
     scheduler's decisions) to simulated time. That makes runs depend on machine load (same
@@ -269,8 +269,14 @@ def simulator_backend_class(charge_scheduler_time: bool = False) -> type:
     the scheduler's compute separately (``scheduler_seconds`` in ``run.json``).
 
     :param charge_scheduler_time: True returns Syne Tune's ``UserBlackboxBackend`` unchanged
+    :param padded_metric: For a NaN-padded table (PD1), its metric: trials then end after their
+        last real step instead of reporting the padding (see :mod:`benchmarks.padded`)
     :return: A ``UserBlackboxBackend`` class, to be constructed with its usual arguments
     """
+    if padded_metric is not None:
+        from benchmarks.padded import ends_at_last_real_step
+
+        return ends_at_last_real_step(simulator_backend_class(charge_scheduler_time), padded_metric)
     from syne_tune.blackbox_repository.simulated_tabular_backend import (
         UserBlackboxBackend,
     )
@@ -337,6 +343,12 @@ def run_one(
     np.random.seed(spec.seed)
     random.seed(spec.seed)
     configs = table_configs(bb)
+    if definition.nan_padded:
+        from benchmarks.padded import rows_with_real_steps
+
+        # a row whose curve is all padding (a run never evaluated) has nothing to simulate
+        rows = rows_with_real_steps(bb, definition.metric, definition.elapsed_time_attr, spec.seed % bb.num_seeds)
+        configs = [configs[i] for i in rows]
     scheduler = TimedScheduler(
         METHODS[spec.method](definition, bb.configuration_space, configs, spec.seed)
     )
@@ -344,7 +356,9 @@ def run_one(
         sys.modules["torch"].manual_seed(spec.seed)
     if tuner_sleep_time is None:
         tuner_sleep_time = _default_tuner_sleep_time(bb, definition)
-    backend = simulator_backend_class(charge_scheduler_time)(
+    backend = simulator_backend_class(
+        charge_scheduler_time, padded_metric=definition.metric if definition.nan_padded else None
+    )(
         blackbox=bb,
         elapsed_time_attr=definition.elapsed_time_attr,
         tuner_sleep_time=tuner_sleep_time,
@@ -380,7 +394,9 @@ def run_one(
 
     df = callback.dataframe()
     df.to_csv(out / RESULTS_FILE, index=False)
-    bounds = metric_bounds(bb, definition.metric, definition.do_minimize, worst_quantile)
+    bounds = metric_bounds(
+        bb, definition.metric, definition.do_minimize, worst_quantile, padded=definition.nan_padded
+    )
     traj = incumbent_trajectory(df, definition.metric, definition.do_minimize)
     regrets = regret_at_fractions(traj, spec.budget_epochs, bounds.best_any, bounds.worst)
     summary = {

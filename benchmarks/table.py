@@ -28,6 +28,7 @@ from syne_tune.config_space import (
 )
 from syne_tune.optimizer.scheduler import TrialScheduler, TrialSuggestion
 
+from benchmarks.padded import last_real_values
 from syne_dyhpo.search_space import ConfigEncoder, to_native
 
 logger = logging.getLogger(__name__)
@@ -55,9 +56,10 @@ class MetricBounds:
     :param best_any: Best finite value at any fidelity. Used as the regret's
         "best": the anytime incumbent is the best value seen at any epoch, so
         this keeps regret >= 0.
-    :param best_final: Best finite value at the maximum fidelity
+    :param best_final: Best finite value at the maximum fidelity; for a NaN-padded table
+        (PD1), at each curve's last real step (see :func:`metric_bounds`)
     :param worst_any: Worst finite value at any fidelity (can be 1e19 on TaskSet)
-    :param worst_final: Worst finite value at the maximum fidelity
+    :param worst_final: Worst finite value at the maximum fidelity (padded: last real step)
     :param worst: The "worst" used for regret normalisation: the
         ``worst_quantile`` quantile (in "bad" direction) of the finite values
         at the maximum fidelity. Diverged (NaN/inf) values are left out of the
@@ -82,6 +84,7 @@ def metric_bounds(
     metric: str,
     do_minimize: bool,
     worst_quantile: float = 0.9,
+    padded: bool = False,
 ) -> MetricBounds:
     """
     Computes :class:`MetricBounds` over all configurations and seeds.
@@ -91,6 +94,11 @@ def metric_bounds(
     :param do_minimize: Whether smaller is better
     :param worst_quantile: Quantile of final-fidelity values used as "worst"
         (1.0 gives the plain table worst at the maximum fidelity)
+    :param padded: Whether trailing NaN is padding (PD1: the run ended there). The "final"
+        value of a configuration is then the one at its last real step: at the maximum
+        fidelity only the configurations with the longest curves have a value, often a small
+        and unrepresentative subset (those trained longest), so a quantile over them says
+        little about how bad a finished run can be
     :return: The bounds
     """
     j = blackbox.objectives_names.index(metric)
@@ -99,7 +107,7 @@ def metric_bounds(
     sign = 1.0 if do_minimize else -1.0
     loss = sign * y
     finite = np.isfinite(loss)
-    final = loss[:, :, -1]
+    final = last_real_values(loss) if padded else loss[:, :, -1]
     final_finite = final[np.isfinite(final)]
     if not finite.any() or final_finite.size == 0:
         raise ValueError(f"No finite value of {metric} in the table")
