@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -334,12 +334,3 @@ def find_serialized_folders(root: str | Path) -> list[tuple[str, str]]:
         for task in _read_metadata(folder).get("task_names", []):
             pairs.append((str(folder), task))
     return pairs
-
-
-def with_overrides(definition: BenchmarkDefinition, **kwargs) -> BenchmarkDefinition:
-    """
-    :param definition: A definition
-    :param kwargs: Fields to change
-    :return: Copy with fields replaced
-    """
-    return replace(definition, **kwargs)

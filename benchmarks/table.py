@@ -180,11 +180,6 @@ class TableRestricted(TrialScheduler):
         self._used = np.zeros(len(table_configs), dtype=bool)
         self._rng = np.random.RandomState(self.random_seed)
 
-    @property
-    def num_used(self) -> int:
-        """Number of table rows handed out so far."""
-        return int(self._used.sum())
-
     def _pick_unused(self, config: dict[str, Any]) -> int | None:
         """Index of the row replacing ``config`` (see ``sampling``), None once all are used."""
         free = np.flatnonzero(~self._used)

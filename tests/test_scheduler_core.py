@@ -11,7 +11,7 @@ from syne_tune.optimizer.scheduler import SchedulerDecision as D
 from conftest import make_trial
 from syne_dyhpo import DyHPO
 from syne_dyhpo.core.observations import TrialStatus
-from syne_dyhpo.core.policy import FitSchedule, SurrogatePolicy
+from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
 # 41 configurations: plenty for the segment logic (a nearly used-up pool runs jobs to max_t)
