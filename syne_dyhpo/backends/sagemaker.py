@@ -333,12 +333,27 @@ class SageMakerBackend(TrialBackend):
                 checkpoint_uri=trial.checkpoint,
                 output_uri=self._run_location().child("output"),
             )
-            self.sagemaker_client.create_training_job(**request)
-        except (ValueError, *_AWS_ERRORS) as ex:
+        except ValueError as ex:
             trial.failure = f"training job {name} could not be created: {ex}"
             return
+        try:
+            self.sagemaker_client.create_training_job(**request)
+        except _AWS_ERRORS as ex:
+            if not self._job_exists(name):
+                trial.failure = f"training job {name} could not be created: {ex}"
+                return
+            # botocore retried a request whose first attempt went through (a timeout, say):
+            # the job is ours; failing the trial would leave it running unwatched
+            logger.info(f"trial_id {trial.trial_id}: job {name} exists although creating it reported: {ex}")
         trial.jobs.append(_Job(name=name, tail=JobLogTail(name)))
         logger.info(f"trial_id {trial.trial_id}: started training job {name} (checkpoints: {trial.checkpoint.uri})")
+
+    def _job_exists(self, name: str) -> bool:
+        try:
+            self.sagemaker_client.describe_training_job(TrainingJobName=name)
+            return True
+        except _AWS_ERRORS:
+            return False
 
     def _stop_job(self, trial: _Trial) -> None:
         trial.pending_config = None  # a resume not yet started is simply not started
