@@ -165,11 +165,30 @@ def test_job_names_fit_sagemaker_rules():
     assert job_name_base(TUNER) == TUNER
 
 
+def test_launcher_ships_launch_folder_and_package_and_checks_its_arguments(monkeypatch):
+    import tune_sagemaker
+
+    parser = tune_sagemaker.build_parser()
+    base = ["--role", ROLE, "--region", REGION]
+    argv = base + ["--s3-path", f"s3://{BUCKET}/p"]
+    backend = tune_sagemaker.build_backend(parser.parse_args(argv + ["--max-paused-checkpoints", "3"]))
+    assert backend.source_dir == str(REPO / "launch") and backend.entry_point == "train_mlp.py"
+    assert [Path(d).name for d in backend.dependencies] == ["syne_dyhpo"]
+    assert "syne-tune==0.16.0" in backend.requirements
+    assert backend.delete_checkpoints and not backend.delete_checkpoints_at_end
+    assert backend.settings.training_image.endswith("pytorch-training:2.5.1-cpu-py311")
+    assert not tune_sagemaker.build_backend(parser.parse_args(argv)).delete_checkpoints
+    with pytest.raises(ValueError, match="s3_path must be an S3 URI.*'my-bucket'"):
+        tune_sagemaker.build_backend(parser.parse_args(base + ["--s3-path", "my-bucket"]))
+    with pytest.raises(ValueError, match="instance_type.*'p3.2xlarge'"):
+        tune_sagemaker.build_backend(parser.parse_args(argv + ["--instance-type", "p3.2xlarge"]))
+
+
 # --------------------------------------------------------------------------- jobs
 
 
 def test_start_creates_job_with_config_checkpoint_uri_and_code(fake, code):
-    backend = make_backend(fake, code)
+    backend = make_backend(fake, code, keep_alive_period_seconds=300)
     configs = [{"learning_rate": np.float64(0.05), "n_units": np.int64(64), "epochs": 3, "opt": "sgd"},
                {"learning_rate": 0.1, "n_units": 32, "epochs": 3, "opt": "adam"}]
     for config in configs:
@@ -189,6 +208,7 @@ def test_start_creates_job_with_config_checkpoint_uri_and_code(fake, code):
         assert desc["RoleArn"] == ROLE
         assert desc["ResourceConfig"]["InstanceType"] == "ml.m5.large"
         assert desc["ResourceConfig"]["InstanceCount"] == 1
+        assert desc["ResourceConfig"]["KeepAlivePeriodInSeconds"] == 300  # accepted by botocore's model
         assert desc["AlgorithmSpecification"]["TrainingImage"] == (
             "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.5.1-cpu-py311")
         assert desc["OutputDataConfig"]["S3OutputPath"] == f"s3://{BUCKET}/runs/{TUNER}/output"
@@ -494,11 +514,11 @@ def test_tuner_with_dyhpo_pauses_and_resumes_sagemaker_jobs_end_to_end(fake, tmp
     import tune_sagemaker
 
     caplog.set_level(logging.INFO)
-    runner = LocalJobRunner(fake, tmp_path / "jobs", stop_delay=0.5, corrupt_checkpoint_of_resume=3)
+    runner = LocalJobRunner(fake, tmp_path / "jobs", stop_delay=0.5, corrupt_checkpoint_of_resume=2)
     args = tune_sagemaker.build_parser().parse_args([
         "--role", ROLE, "--s3-path", f"s3://{BUCKET}/tuning", "--region", REGION,
         "--method", "dyhpo", "--n-workers", "2", "--max-epochs", "6", "--budget-epochs", "24",
-        "--max-paused-checkpoints", "2", "--sleep-time", "0.2", "--max-wallclock-time", "400", "--seed", "1",
+        "--max-paused-checkpoints", "2", "--sleep-time", "0.5", "--max-wallclock-time", "400", "--seed", "1",
     ])
     backend = tune_sagemaker.build_backend(args, log_grace_period=0.0, poll_interval=0.1, stop_timeout=60)
     fake.stub_stop_calls(backend.sagemaker_client)
@@ -522,7 +542,7 @@ def test_tuner_with_dyhpo_pauses_and_resumes_sagemaker_jobs_end_to_end(fake, tmp
         resumed += sum(1 for job in printed[tid][1:] if job)
         names = backend.job_names(tid)
         assert len({fake.request(n)["CheckpointConfig"]["S3Uri"] for n in names}) == 1
-    assert resumed >= 3, printed
+    assert resumed >= 2, printed
 
     # (2) every reported epoch reached the scheduler once, in order; only the trials stopped by
     # the end of tuning may have printed epochs that were not fetched any more
@@ -555,15 +575,19 @@ def test_tuner_with_dyhpo_pauses_and_resumes_sagemaker_jobs_end_to_end(fake, tmp
     retired = {tid for tid in watch.deleted if events[tid][-1].kind == "result"
                and events[tid][-1].decision == D.PAUSE}
     assert retired, (watch.deleted, {t: events[t][-1] for t in trial_ids})
+    # deleted during the run (the scheduler's callback), not only by the final clean-up
+    assert any(watch.s3_at_end[tid] == [] for tid in retired), (retired, watch.s3_at_end)
     for tid in watch.deleted:
         assert stored(fake, backend, tid) == [], tid
         assert not any(e.kind == "resume" and e.time > watch.deleted[tid] for e in events[tid])
     kept = [tid for tid in trial_ids if tid not in watch.deleted and tid != failed_tid and seen[tid]]
     assert kept
     for tid in kept:
-        assert "checkpoint.pt" in stored(fake, backend, tid), tid
+        assert "checkpoint.pt" in watch.s3_at_end[tid] and "checkpoint.pt" in stored(fake, backend, tid), tid
         flat = [e for job in printed[tid] for e in job]
-        assert checkpoint_epoch(fake, backend, tid) == flat[-1]
+        # a job stopped by the end of tuning may have been killed between save and report
+        allowed = (flat[-1], flat[-1] + 1) if tid in running_at_end else (flat[-1],)
+        assert checkpoint_epoch(fake, backend, tid) in allowed, (tid, flat)
     print(f"[sagemaker e2e] wall={wall:.1f}s trials={len(trial_ids)} jobs="
           f"{sum(len(backend.job_names(t)) for t in trial_ids)} resumed_jobs={resumed} "
           f"epochs_seen={sum(map(len, seen.values()))} retired={sorted(retired)} "
