@@ -276,7 +276,7 @@ def test_log_tail_pages_through_streams_and_never_reads_another_jobs(fake):
         logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
                             logEvents=[{"timestamp": now, "message": m} for m in messages])
 
-    tail = JobLogTail("run-1-1", page_limit=2)
+    tail = JobLogTail("run-1-1", page_limit=2, discover_interval=3600)
     assert tail.read_new(logs) == []  # no stream yet
     write("run-1-1/algo-1-100", *[f"a{i}" for i in range(5)])
     write("run-1-10/algo-1-100", "other job")  # trial 1's 11th segment: must not be read
@@ -285,8 +285,10 @@ def test_log_tail_pages_through_streams_and_never_reads_another_jobs(fake):
     assert tail.read_new(logs) == []
     write("run-1-1/algo-1-100", "a5", "a6", "a7")
     write("run-1-1/algo-1-200", "b0")  # restarted on a new instance: a new stream
-    assert [x.message for x in tail.read_new(logs)] == ["a5", "a6", "a7", "b0"]
-    assert tail.read_new(logs) == []
+    # streams are looked for again after discover_interval, or when the job has ended
+    assert [x.message for x in tail.read_new(logs)] == ["a5", "a6", "a7"]
+    assert [x.message for x in tail.read_new(logs, final=True)] == ["b0"]
+    assert tail.read_new(logs, final=True) == []
     assert tail.streams == ["run-1-1/algo-1-100", "run-1-1/algo-1-200"]
 
 

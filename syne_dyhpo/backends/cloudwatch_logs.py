@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,10 @@ class JobLogTail:
         first host's report is the one kept
     :param page_limit: ``limit`` passed to ``get_log_events`` (events per page);
         None: the service's default (up to 10000 events / 1 MB)
+    :param discover_interval: Once a stream is known, look for new ones (a host
+        restarted on a new instance) at most this often, in seconds, and on every
+        ``final`` read. ``DescribeLogStreams`` has a low request quota (a few per second
+        per account), shared by all running trials. Defaults to 30
     """
 
     def __init__(
@@ -69,12 +74,15 @@ class JobLogTail:
         job_name: str,
         host: str = "algo-1",
         page_limit: int | None = None,
+        discover_interval: float = 30.0,
     ):
         self.job_name = job_name
         # "job/algo-1-" and not "job": the job name of a resumed segment ("...-1-1")
         # must not match the first segment's prefix ("...-1-")
         self._prefix = f"{job_name}/{host}-"
         self._page_limit = page_limit
+        self._discover_interval = discover_interval
+        self._last_discovery: float | None = None
         self._tokens: dict[str, str | None] = {}  # stream name -> next forward token
         self._stream_order: list[str] = []
 
@@ -83,9 +91,10 @@ class JobLogTail:
         """Names of the streams found so far, in the order they are read."""
         return list(self._stream_order)
 
-    def read_new(self, logs_client: Any) -> list[LogLine]:
+    def read_new(self, logs_client: Any, final: bool = False) -> list[LogLine]:
         """
         :param logs_client: boto3 CloudWatch Logs client
+        :param final: The job has ended: look for new streams whatever the interval
         :return: Events that arrived since the previous call (all events on the first
             call), stream by stream in order of stream creation, each stream in event
             order. Empty if the log group or the job's streams do not exist yet (the
@@ -93,7 +102,11 @@ class JobLogTail:
         :raises botocore.exceptions.ClientError: on other service errors; the tail's
             position is kept, so the next call returns what this one did not
         """
-        self._discover_streams(logs_client)
+        now = time.monotonic()
+        if (final or not self._stream_order or self._last_discovery is None
+                or now - self._last_discovery >= self._discover_interval):
+            self._discover_streams(logs_client)
+            self._last_discovery = now
         lines: list[LogLine] = []
         for stream in self._stream_order:
             lines += self._read_stream(logs_client, stream)

@@ -405,14 +405,15 @@ class SageMakerBackend(TrialBackend):
                 if job.status in TERMINAL_JOB_STATUSES:
                     job.terminal_since = time.monotonic()
         now = time.monotonic()
+        last_read = job.terminal_since is not None and now - job.terminal_since >= self.log_grace_period
         try:
-            new_lines = job.tail.read_new(self.logs_client)
+            new_lines = job.tail.read_new(self.logs_client, final=last_read)
         except _AWS_ERRORS as ex:
             logger.warning(f"trial_id {trial.trial_id}: could not read the log of job {job.name}: {ex}")
             return
         trial.lines += [line.message for line in new_lines]
         trial.metrics += metrics_from_log_lines(new_lines, job.name)
-        if job.terminal_since is not None and now - job.terminal_since >= self.log_grace_period:
+        if last_read:
             job.final = True  # this read started after the grace period: the log is complete
 
     def _housekeep(self, trial: _Trial) -> None:
