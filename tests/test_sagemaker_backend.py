@@ -516,7 +516,7 @@ def test_tuner_with_dyhpo_pauses_and_resumes_sagemaker_jobs_end_to_end(fake, tmp
     import tune_sagemaker
 
     caplog.set_level(logging.INFO)
-    runner = LocalJobRunner(fake, tmp_path / "jobs", stop_delay=0.5, corrupt_checkpoint_of_resume=2)
+    runner = LocalJobRunner(fake, tmp_path / "jobs", stop_delay=0.3, corrupt_checkpoint_of_resume=2)
     args = tune_sagemaker.build_parser().parse_args([
         "--role", ROLE, "--s3-path", f"s3://{BUCKET}/tuning", "--region", REGION,
         "--method", "dyhpo", "--n-workers", "2", "--max-epochs", "6", "--budget-epochs", "24",
