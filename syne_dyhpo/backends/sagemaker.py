@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
@@ -67,51 +66,11 @@ from syne_dyhpo.backends.sagemaker_job import (
     training_job_name,
 )
 from syne_dyhpo.backends.source_package import build_source_archive, check_sources
+from syne_dyhpo.backends.trial_jobs import TERMINAL_JOB_STATUSES, SegmentJob, TrialJobs
 
 logger = logging.getLogger(__name__)
 
-TERMINAL_JOB_STATUSES = ("Completed", "Failed", "Stopped")
-"""SageMaker job statuses after which nothing changes any more."""
-
 _AWS_ERRORS = (ClientError, BotoCoreError)
-
-
-@dataclass
-class _Job:
-    """One training job (segment) of a trial, as last seen."""
-
-    name: str
-    tail: JobLogTail
-    status: str = "InProgress"
-    failure_reason: str | None = None
-    end_time: datetime | None = None
-    terminal_since: float | None = None  # time.monotonic() when first seen terminal
-    final: bool = False  # terminal and its log read to the end: nothing more to come
-
-
-@dataclass
-class _Trial:
-    """Everything the backend knows about one trial."""
-
-    trial_id: int
-    checkpoint: S3Location
-    jobs: list[_Job] = field(default_factory=list)
-    metrics: list[dict[str, Any]] = field(default_factory=list)  # all jobs', in order
-    lines: list[str] = field(default_factory=list)  # all jobs' log lines, in order
-    requested: str | None = None  # "pause" or "stop" once the tuner asked for it
-    pending_config: dict[str, Any] | None = None  # a resume waiting for the last job to end
-    delete_requested: bool = False
-    failure: str | None = None  # a failure that is not a job's (creation refused, no results)
-    failure_logged: bool = False
-
-    @property
-    def job(self) -> _Job | None:
-        return self.jobs[-1] if self.jobs else None
-
-    @property
-    def job_active(self) -> bool:
-        """A job exists that may still write logs or checkpoints."""
-        return self.job is not None and not self.job.final
 
 
 class SageMakerBackend(TrialBackend):
@@ -227,7 +186,7 @@ class SageMakerBackend(TrialBackend):
         self.poll_interval = float(poll_interval)
         self.tuner_name: str | None = None
         self._source_uri: S3Location | None = None
-        self._trials: dict[int, _Trial] = {}
+        self._trials: dict[int, TrialJobs] = {}
         self._clients: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ clients
@@ -291,9 +250,9 @@ class SageMakerBackend(TrialBackend):
 
     # ------------------------------------------------------------------ jobs
 
-    def _trial(self, trial_id: int) -> _Trial:
+    def _trial(self, trial_id: int) -> TrialJobs:
         if trial_id not in self._trials:
-            self._trials[trial_id] = _Trial(trial_id=trial_id, checkpoint=self.checkpoint_location(trial_id))
+            self._trials[trial_id] = TrialJobs(trial_id=trial_id, checkpoint=self.checkpoint_location(trial_id))
         return self._trials[trial_id]
 
     def _ensure_source_uploaded(self) -> S3Location:
@@ -321,7 +280,7 @@ class SageMakerBackend(TrialBackend):
         else:
             self._create_job(trial, config)
 
-    def _create_job(self, trial: _Trial, config: dict[str, Any]) -> None:
+    def _create_job(self, trial: TrialJobs, config: dict[str, Any]) -> None:
         trial.pending_config = None
         source_uri = self._ensure_source_uploaded()
         name = training_job_name(job_name_base(self.tuner_name), trial.trial_id, len(trial.jobs))
@@ -347,7 +306,7 @@ class SageMakerBackend(TrialBackend):
             # botocore retried a request whose first attempt went through (a timeout, say):
             # the job is ours; failing the trial would leave it running unwatched
             logger.info(f"trial_id {trial.trial_id}: job {name} exists although creating it reported: {ex}")
-        trial.jobs.append(_Job(name=name, tail=JobLogTail(name)))
+        trial.jobs.append(SegmentJob(name=name, tail=JobLogTail(name)))
         logger.info(f"trial_id {trial.trial_id}: started training job {name} (checkpoints: {trial.checkpoint.uri})")
 
     def _job_exists(self, name: str) -> bool:
@@ -357,7 +316,7 @@ class SageMakerBackend(TrialBackend):
         except _AWS_ERRORS:
             return False
 
-    def _stop_job(self, trial: _Trial) -> None:
+    def _stop_job(self, trial: TrialJobs) -> None:
         trial.pending_config = None  # a resume not yet started is simply not started
         job = trial.job
         if job is None or job.final or job.status in TERMINAL_JOB_STATUSES or job.status == "Stopping":
@@ -390,7 +349,7 @@ class SageMakerBackend(TrialBackend):
 
     # ------------------------------------------------------------------ polling
 
-    def _poll_job(self, trial: _Trial) -> None:
+    def _poll_job(self, trial: TrialJobs) -> None:
         """Refreshes the status of the trial's last job and reads its new log lines."""
         job = trial.job
         if job is None or job.final:
@@ -418,7 +377,7 @@ class SageMakerBackend(TrialBackend):
         if last_read:
             job.final = True  # this read started after the grace period: the log is complete
 
-    def _housekeep(self, trial: _Trial) -> None:
+    def _housekeep(self, trial: TrialJobs) -> None:
         """Polls, then does what waited for the trial's job to end (deletion, resume)."""
         self._poll_job(trial)
         if trial.job_active:
@@ -428,48 +387,17 @@ class SageMakerBackend(TrialBackend):
         if trial.pending_config is not None and trial.requested is None:
             self._create_job(trial, trial.pending_config)
 
-    def _status(self, trial: _Trial) -> str:
-        if trial.requested == "pause":
-            return Status.paused
-        if trial.requested == "stop":
-            return Status.stopped
-        if trial.failure is not None:
-            return Status.failed
-        job = trial.job
-        if trial.pending_config is not None or job is None:
-            return Status.in_progress
-        if not job.final:
-            return Status.stopping if job.status == "Stopping" else Status.in_progress
-        if job.status == "Completed":
-            if not trial.metrics:
-                trial.failure = (
-                    f"training job {job.name} completed without reporting any result "
-                    "(no '[tune-metric]' line in its log)"
-                )
-                return Status.failed
-            return Status.completed
-        if job.status == "Failed":
-            return Status.failed
-        return Status.stopped  # stopped by someone else (console, MaxRuntimeInSeconds)
-
     def failure_reason(self, trial_id: int) -> str | None:
         """
         :param trial_id: Trial ID
         :return: Why the trial failed (SageMaker's ``FailureReason`` of its job, or why
-            no job could be created), or None
+            no job could be created or it reported nothing), or None
         """
         trial = self._trials.get(trial_id)
-        if trial is None:
-            return None
-        if trial.failure is not None:
-            return trial.failure
-        job = trial.job
-        if job is not None and job.final and job.status == "Failed":
-            return f"training job {job.name} failed: {job.failure_reason or 'no reason given'}"
-        return None
+        return None if trial is None else trial.failure_reason()
 
-    def _trial_result(self, trial: _Trial) -> TrialResult:
-        status = self._status(trial)
+    def _trial_result(self, trial: TrialJobs) -> TrialResult:
+        status = trial.status()
         if status == Status.failed and not trial.failure_logged:
             trial.failure_logged = True
             logger.warning(f"trial_id {trial.trial_id} failed: {self.failure_reason(trial.trial_id)}")
@@ -497,7 +425,7 @@ class SageMakerBackend(TrialBackend):
         for trial in self._trials.values():
             if trial.requested is None and trial.failure is None and (trial.job_active or trial.pending_config):
                 self._housekeep(trial)
-                status = self._status(trial)
+                status = trial.status()
                 if status in (Status.in_progress, Status.stopping):
                     busy.append((trial.trial_id, status))
         return busy
@@ -522,7 +450,7 @@ class SageMakerBackend(TrialBackend):
 
     # ------------------------------------------------------------------ checkpoints
 
-    def _delete_now(self, trial: _Trial) -> None:
+    def _delete_now(self, trial: TrialJobs) -> None:
         try:
             count = delete_prefix(self.s3_client, trial.checkpoint)
         except (RuntimeError, *_AWS_ERRORS) as ex:
