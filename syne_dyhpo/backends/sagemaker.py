@@ -25,15 +25,15 @@ One trial, many jobs:
   and is in :meth:`SageMakerBackend.stderr`); the tuner goes on, and results already
   read are kept.
 
-Checkpoints (``delete_checkpoints=True``): the scheduler's retired trials
-(``max_paused_checkpoints``, deleted by the scheduler's callback, which the Tuner adds
-when the backend has ``delete_checkpoints=True``) and, by Syne Tune's semantics
-(``TrialBackend.stop_trial``), trials the Tuner stops while their job still runs (the
-scheduler's STOP: finished at ``max_t``, diverged, retired; never resumed) get their S3
-checkpoint deleted. A deletion waits until the trial's job has ended, or SageMaker's last upload
-would bring the files back. Paused trials, and trials still running when tuning ends,
-keep theirs (unlike ``LocalBackend``, which deletes every checkpoint at the end:
-pass ``delete_checkpoints_at_end=True`` for that).
+Checkpoints (``delete_checkpoints=True``): S3 checkpoints are deleted for the trials the
+scheduler retires (``max_paused_checkpoints``; its callback, which the Tuner adds when
+the backend has ``delete_checkpoints=True``, calls :meth:`SageMakerBackend.delete_checkpoint`)
+and, by Syne Tune's semantics (``TrialBackend.stop_trial``), for trials the Tuner stops
+while their job still runs (the scheduler's STOP: finished at ``max_t``, diverged,
+retired; never resumed). A deletion waits until the trial's job has ended, or
+SageMaker's last upload would bring the files back. Paused trials, and trials still
+running when tuning ends, keep theirs (unlike ``LocalBackend``, which deletes every
+checkpoint at the end: pass ``delete_checkpoints_at_end=True`` for that).
 """
 
 from __future__ import annotations
