@@ -6,14 +6,35 @@
   schedule;
 - :mod:`syne_dyhpo.surrogates`: the deep-kernel GP and the power-law ensemble;
 - front ends: :mod:`syne_dyhpo.ray_tune` (Ray Tune, extra ``ray``),
+  :mod:`syne_dyhpo.backends.sagemaker` (SageMaker training jobs, extra ``sagemaker``),
   :mod:`syne_dyhpo.checkpointing` (a strict checkpoint helper for training scripts).
+
+The public classes are imported on first use, so that a training script importing only
+:mod:`syne_dyhpo.checkpointing` does not pay for gpytorch and the schedulers.
 """
 
-from syne_dyhpo.core.policy import FitSchedule
-from syne_dyhpo.core.scheduler import FreezeThawScheduler
-from syne_dyhpo.methods.deep_power_law import DeepPowerLaw
-from syne_dyhpo.methods.dyhpo import DyHPO
-from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
-from syne_dyhpo.surrogates.power_law import PowerLawConfig
+from importlib import import_module
+from typing import Any
 
-__all__ = ["DeepKernelGPConfig", "DeepPowerLaw", "DyHPO", "FitSchedule", "FreezeThawScheduler", "PowerLawConfig"]
+_PUBLIC = {
+    "DeepKernelGPConfig": "syne_dyhpo.surrogates.deep_kernel_gp",
+    "DeepPowerLaw": "syne_dyhpo.methods.deep_power_law",
+    "DyHPO": "syne_dyhpo.methods.dyhpo",
+    "FitSchedule": "syne_dyhpo.core.policy",
+    "FreezeThawScheduler": "syne_dyhpo.core.scheduler",
+    "PowerLawConfig": "syne_dyhpo.surrogates.power_law",
+}
+
+__all__ = sorted(_PUBLIC)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'syne_dyhpo' has no attribute {name!r}")
+    value = getattr(import_module(_PUBLIC[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_PUBLIC])
