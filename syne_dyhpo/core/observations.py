@@ -26,6 +26,7 @@ class TrialStatus(str, Enum):
     FAILED = "failed"  # crashed; never resumed
     COMPLETED = "completed"  # ended by itself before max_t; Syne Tune cannot resume it
     RETIRED = "retired"  # paused, ranked hopeless, checkpoint deleted; never resumed
+    INTERRUPTED = "interrupted"  # was running when its tuner was saved; resumable once restored
 
     @property
     def resumable(self) -> bool:

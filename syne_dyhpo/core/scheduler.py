@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,6 +38,7 @@ from syne_tune.tuner_callback import TunerCallback
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
+from syne_dyhpo.core.restore import restore_tuner
 from syne_dyhpo.core.trials import ResultAction, TrialLifecycle
 from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
 
@@ -184,6 +186,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def suggest(self) -> TrialSuggestion | None:
         """The next trial to run on a free worker: the oldest decision still waiting for one,
         else a fresh decision among paused trials and new configurations."""
+        if self._restore_pending:  # first call after Tuner.load: bring the backend back in step
+            self._restore_from_calling_tuner()
         self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
             decision = self._pending.pop(0)
@@ -409,6 +413,84 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             return TrialSuggestion.resume_suggestion(record.trial_id)
         record.config = {**record.config, self.max_resource_attr: record.job_end}
         return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
+
+    # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
+
+    _restore_pending = False  # unpickled, restore() not done yet
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickling, which is how Syne Tune's ``Tuner.load`` brings back a saved tuner (it
+        dill-pickles the whole tuner, scheduler included, while it runs). The jobs of trials that
+        were running when the tuner was saved did not survive it, and the loaded tuner never polls
+        them again: they become INTERRUPTED (their data kept, not running, not yet resumable), and
+        :meth:`restore` is due before the next decision."""
+        self.__dict__.update(state)
+        for record in self._obs.with_status(TrialStatus.RUNNING):
+            self._lifecycle.interrupt(record)
+        self._restore_pending = True
+
+    def restore(self, tuner) -> dict[str, list[int]]:
+        """Restore hook: continues the trials of a tuner loaded with ``Tuner.load``. Interrupted
+        trials are paused in the backend (Syne Tune resumes only paused trials) and become
+        resumable at the epoch after their last result, where their checkpoint is; with
+        ``LocalBackend``, orphaned jobs of the old tuner process are killed, results reported
+        after the save are added, and trials started after the save are kept as archived curves
+        (:func:`syne_dyhpo.core.restore.restore_tuner` has the details).
+
+        Called automatically by the first :meth:`suggest` after unpickling when a Syne Tune
+        ``Tuner`` calls it (the usual ``Tuner.load(path).run()``); call it yourself right after
+        loading if something else drives the scheduler.
+
+        :param tuner: the loaded ``syne_tune.Tuner`` holding this scheduler
+        :return: trial ids per action taken (see ``restore_tuner``)
+        """
+        self._restore_pending = False
+        return restore_tuner(self, self._lifecycle, tuner)
+
+    def archive_unsaved_trial(self, config: dict[str, Any], results: Sequence[dict[str, Any]]) -> TrialRecord:
+        """Keeps the results of a trial that its saved tuner never knew (started after the save,
+        see :meth:`restore`) as an archived curve: a record with a fresh negative id, never
+        resumed (the trial's id goes to the next trial started). Its configuration counts as used.
+
+        :param config: the trial's configuration
+        :param results: its reported results, in order
+        :return: the archived record
+        """
+        archive_id = min([0, *self._obs.trials]) - 1
+        record = self._obs.add_trial(archive_id, dict(config), self._encoder.encode(config))
+        for result in results:
+            epoch, value = self._parse_result(archive_id, result)
+            self._obs.add_result(archive_id, epoch, value)
+        record.status = TrialStatus.FINISHED if record.last_epoch >= self.max_t else TrialStatus.COMPLETED
+        self._sampler.mark_used(config)
+        return record
+
+    def _restore_from_calling_tuner(self) -> None:
+        """Runs :meth:`restore` for the Syne Tune ``Tuner`` whose loop called :meth:`suggest`.
+        Syne Tune 0.16 hands a scheduler no reference to its tuner or backend, and after
+        ``Tuner.load`` the first call the scheduler gets is ``suggest()`` from
+        ``Tuner._schedule_new_task`` (directly, or through a wrapping scheduler): the tuner is
+        found among the callers' frames. Without one, interrupted trials stay INTERRUPTED (kept,
+        never resumed: the backend would refuse)."""
+        from syne_tune import Tuner
+
+        frame = sys._getframe(1)
+        for _ in range(8):
+            frame = frame.f_back
+            if frame is None:
+                break
+            caller = frame.f_locals.get("self")
+            if isinstance(caller, Tuner):
+                self.restore(caller)
+                return
+        self._restore_pending = False
+        interrupted = [r.trial_id for r in self._obs.with_status(TrialStatus.INTERRUPTED)]
+        if interrupted:
+            logger.warning(
+                f"Trials {interrupted} were running when this scheduler was saved; no Syne Tune Tuner "
+                "called suggest(), so they stay interrupted. Call scheduler.restore(tuner) after "
+                "loading to resume them"
+            )
 
 
 class _RetiredCheckpointRemoval(TunerCallback):

@@ -159,3 +159,26 @@ class TrialLifecycle:
         """A paused trial ranked hopeless: never resumed, its checkpoint may be deleted."""
         record.status = TrialStatus.RETIRED
         logger.info(f"trial_id {record.trial_id} retired (ranked hopeless); its checkpoint may be deleted")
+
+    def interrupt(self, record: TrialRecord) -> None:
+        """The tuner holding this trial was saved while its job ran, and has been loaded from that
+        save (Syne Tune's ``Tuner.load``): the job is gone, and the loaded tuner never polls it
+        again. The trial is no longer running, but not resumable yet either: its backend still
+        records it as running, and Syne Tune only resumes a trial its backend has paused (see
+        :meth:`restore`)."""
+        if record.status is TrialStatus.RUNNING:
+            record.status = TrialStatus.INTERRUPTED
+            self._resumed.discard(record.trial_id)
+
+    def restore(self, record: TrialRecord) -> None:
+        """The backend has an interrupted (or paused) trial paused again, and the results its
+        jobs reported after the save were added: it is resumable at the epoch after its last
+        one, unless its curve already reached ``max_t`` or diverged."""
+        if record.status not in (TrialStatus.INTERRUPTED, TrialStatus.PAUSED):
+            return
+        if record.last_epoch >= self.max_t:
+            record.status = TrialStatus.FINISHED
+        elif record.scores and record.scores[-1] == -math.inf:
+            record.status = TrialStatus.DIVERGED
+        else:
+            record.status = TrialStatus.PAUSED
