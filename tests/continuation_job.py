@@ -10,7 +10,12 @@ new results (at most once a second). Scenarios (:func:`main`):
   with a trial in flight after its first epoch and a paused trial, the job saves the tuner with
   ``Tuner.save`` (what Syne Tune calls), and the next result is the kill point;
 * ``"fast"``: ``tests/fake_train.py`` (no torch, epochs of 0.1 to 0.6 s, processes that linger
-  after their segment), new trials all along, only Syne Tune's own saves.
+  after their segment), new trials all along. Syne Tune's own saves run until a loop of the
+  Tuner ends with a paused trial and a trial in flight after its first epoch; the job then
+  saves the tuner itself (``Tuner.save``, what Syne Tune calls) and turns Syne Tune's further
+  saves off, so that the save the test continues from surely holds such a pair (Syne Tune's
+  saves, at most one a second, catch one only by chance: on a slow machine, not for minutes);
+  the kill point is the first result once a trial started after that save reports or runs.
 
 Run as ``python -c "import continuation_job; continuation_job.main('mlp')"`` with the folder of
 this file on ``PYTHONPATH`` (so that the classes below are pickled by reference and the test can
@@ -122,7 +127,7 @@ class KillPoint(TunerCallback):
             self.tuner.scheduler.allow_new_trials(False)
 
     def on_loop_end(self):
-        if self.scenario.name != "mlp" or not self.armed or self.saved_at_kill_point:
+        if not self.armed or self.saved_at_kill_point:
             return
         trials = self.tuner.scheduler.observations.trials.values()
         if any(r.status is TrialStatus.PAUSED for r in trials) and any(
@@ -130,6 +135,8 @@ class KillPoint(TunerCallback):
         ):
             self.tuner.save()
             self.saved_at_kill_point = True
+            if self.tuner.tuner_saver is not None:
+                self.tuner.tuner_saver.frequency = float("inf")  # this save is the one continued from
 
     def on_trial_result(self, trial, status, result, decision):
         metric = self.scenario.metric
@@ -142,16 +149,12 @@ class KillPoint(TunerCallback):
         snap = self.tuner.trial_backend.last_snapshot
         if not self.armed or snap is None:
             return
-        if self.scenario.name == "mlp":
+        if self.scenario.name == "mlp" or not self.saved_at_kill_point:
             ready = self.saved_at_kill_point
         else:
-            saved = snap["trials"].values()
-            in_flight = any(s == "running" and e >= 1 for s, e in saved)
-            paused = any(s == "paused" for s, _ in saved)
             # a trial started after the save: the one reporting, or one running
             running = self.tuner.scheduler.observations.with_status(TrialStatus.RUNNING)
-            unsaved = any(t >= snap["num_trial_ids"] for t in [trial.trial_id, *(r.trial_id for r in running)])
-            ready = in_flight and paused and unsaved
+            ready = any(t >= snap["num_trial_ids"] for t in [trial.trial_id, *(r.trial_id for r in running)])
         if ready:
             write_json(Path(self.folder) / "ready.json", {"trial_id": trial.trial_id})
             while True:  # the test SIGKILLs this process
