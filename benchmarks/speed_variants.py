@@ -57,6 +57,9 @@ VARIANTS = {
     # DyHPO: refine on evidence of misfit (sign test at level p), at the latest every 100
     "DyHPO-misfit01": _variant("DyHPO", fit_schedule=_schedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)),
     "DyHPO-misfit001": _variant("DyHPO", fit_schedule=_schedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.001)),
+    # ... and the conditioning set bounded at 512 rows (exact up to 640)
+    "DyHPO-misfit01-c512": _variant("DyHPO", fit_schedule=_schedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01),
+                                    surrogate_config=_gp(max_condition_points=512)),
     # DPL: minibatch steps per refinement (every observation) / per fit from scratch
     "DPL-s4f500": _variant("DeepPowerLaw", surrogate_config=_pl(max_refine_steps=4, max_fit_steps=500)),
     "DPL-s2f250": _variant("DeepPowerLaw", surrogate_config=_pl(max_refine_steps=2, max_fit_steps=250)),
