@@ -271,7 +271,11 @@ def test_negative_mll_and_gradients_equal_gpytorch(fitted_gp):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-7)
 
 
-def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(fitted_gp):
+@pytest.mark.parametrize("group", [1, 32])
+def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(fitted_gp, monkeypatch, group):
+    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+
+    monkeypatch.setattr(dkgp, "_SAME_LENGTH_GROUP", group)  # 1: every length its own group
     gp, obs, curves, transform = fitted_gp
     rng = np.random.RandomState(1)
     pool = rng.rand(40, 2)
@@ -528,3 +532,21 @@ def _decisions(method, drive):
     finally:
         latency.make_scheduler = original
     return seen
+
+
+def test_rows_never_scored_as_candidates_extend_the_factor_by_a_solve(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    new = Candidates(np.random.RandomState(4).rand(6, 2), np.ones(6, dtype=int), np.full((6, obs.max_t), np.nan),
+                     [None] * 6, [{}] * 6)
+    gp.predict(new, new.budget)  # only new configurations: no paused trial's input is cached
+    size = gp._posterior.size
+    for tid in (1, 2, 3):
+        e = obs.trials[tid].last_epoch + 1
+        obs.add_result(tid, e, curves[tid, e - 1])
+    gp.condition(normalised(obs, transform))
+    assert gp._posterior.size == size + 3 and len(gp.misfit()) == 3
+    cands = candidates_of(obs, transform, new.x)
+    mean, std = gp.predict(cands, cands.budget)
+    ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)

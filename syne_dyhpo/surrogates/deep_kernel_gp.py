@@ -274,6 +274,7 @@ class _Posterior:
         self.chol = torch.zeros(cap, cap, dtype=torch.float64)
         self.w = torch.zeros(cap, dtype=torch.float64)
         self.size = size
+        self._contiguous: torch.Tensor | None = None
         # candidate cache
         self.keys: dict[bytes, int] = {}
         self.cand_z = torch.zeros(0, dim, dtype=torch.float64)
@@ -306,6 +307,13 @@ class _Posterior:
         self.cand_v = torch.zeros(len(cand_v), cap, dtype=torch.float64)
         self.cand_v[:, :n] = cand_v[:, :n]
 
+    def factor(self, n: int) -> torch.Tensor:
+        """The Cholesky factor of the first ``n`` rows as a contiguous matrix (a block of the
+        capacity buffer is strided, and LAPACK's triangular solve would copy it at each call)."""
+        if self._contiguous is None or len(self._contiguous) != n:
+            self._contiguous = self.chol[:n, :n].contiguous()
+        return self._contiguous
+
     def scaled(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Features centred and divided by the lengthscale, and their squared norms."""
         zs = (z - self.centre) / self.lengthscale
@@ -319,6 +327,8 @@ class _Posterior:
 
 #: memory for the candidates' whitened cross-covariances (the cache is emptied when full)
 CANDIDATE_CACHE_BYTES = 48 * 2**20
+#: candidates whose cached v has one length are extended as a group if at least this many
+_SAME_LENGTH_GROUP = 32
 
 
 class DeepKernelGP:
@@ -535,28 +545,43 @@ class DeepKernelGP:
         return post
 
     def _extend(self, post: _Posterior, rows: np.ndarray) -> None:
-        """Appends rows to the conditioning set: the Cholesky factor grows by a block row,
-        ``w`` by the rows' standardised one-step-ahead errors."""
-        n, m = post.size, len(rows)
-        post.grow(n + m)
-        z_new, sq_new = post.scaled(self._features(self._inputs[rows]))
-        k12 = post.kernel(post.z[:n], post.sq[:n], z_new, sq_new)
-        k22 = post.kernel(z_new, sq_new, z_new, sq_new)
-        k22.diagonal().add_(self._likelihood.noise.item())
-        chol = post.chol[:n, :n]
-        l21 = torch.linalg.solve_triangular(chol, k12, upper=False).T
-        l22 = _robust_cholesky(k22 - l21 @ l21.T)
-        residual = self._targets[rows] - self._model.mean_module.constant - l21 @ post.w[:n]
-        w_new = torch.linalg.solve_triangular(l22, residual.unsqueeze(1), upper=False).squeeze(1)
-        post.chol[n : n + m, :n] = l21
-        post.chol[n : n + m, n : n + m] = l22
-        post.z[n : n + m] = z_new
-        post.sq[n : n + m] = sq_new
-        post.w[n : n + m] = w_new
-        post.rows[n : n + m] = rows
-        post.size = n + m
+        """Appends rows to the conditioning set, one at a time: the Cholesky factor grows by
+        a row ``[l21, l22]`` with ``l21 = chol^-1 k(set, row)``, ``w`` by the row's standardised
+        one-step-ahead error. A row that was a candidate at the last decision (the trial that
+        just reported was scored at this very input) has ``l21`` in the candidate cache: it
+        is extended there in O(n) instead of solved for in O(n^2)."""
+        post.grow(post.size + len(rows))
+        inputs = self._inputs[rows]
+        arr = inputs.numpy()
+        noise = self._likelihood.noise.item()
+        constant = float(self._model.mean_module.constant)
+        features = None
+        for j, row in enumerate(rows):
+            n = post.size
+            slot = post.keys.get(arr[j].tobytes(), -1)
+            if slot >= 0:
+                self._bring_up_to_date(post, np.array([slot]))
+                z, sq = post.cand_z[slot : slot + 1], post.cand_sq[slot : slot + 1]
+                l21 = post.cand_v[slot, :n]
+            else:
+                if features is None:
+                    features = post.scaled(self._features(inputs))
+                z, sq = features[0][j : j + 1], features[1][j : j + 1]
+                k12 = post.kernel(post.z[:n], post.sq[:n], z, sq)
+                l21 = torch.linalg.solve_triangular(post.factor(n), k12, upper=False)[:, 0]
+            k22 = float(post.kernel(z, sq, z, sq)[0, 0]) + noise
+            # the row's predictive variance given the set (noise included: > 0 in exact
+            # arithmetic); floored like the robust factorisation's jitter if rounding says not
+            l22 = math.sqrt(max(k22 - float(l21 @ l21), 1e-8 * k22))
+            w_new = (float(self._targets[row]) - constant - float(l21 @ post.w[:n])) / l22
+            post.chol[n, :n] = l21
+            post.chol[n, n] = l22
+            post.z[n], post.sq[n] = z[0], sq[0]
+            post.w[n] = w_new
+            post.rows[n] = row
+            post.size = n + 1
+            self._errors.append(w_new)
         post.n_seen = self._n
-        self._errors.extend(w_new.tolist())
 
     def _predict(self, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Exact GP posterior predictive at ``inputs`` (of an observation, or of the latent
@@ -592,31 +617,57 @@ class DeepKernelGP:
             first = len(post.keys)
             z, sq = post.scaled(self._features(inputs[np.array(list(fresh.values()), dtype=np.int64)]))
             k = post.kernel(post.z[:n], post.sq[:n], z, sq)
-            v = torch.linalg.solve_triangular(post.chol[:n, :n], k, upper=False).T
+            v = torch.linalg.solve_triangular(post.factor(n), k, upper=False).T
             self._append_slots(post, z, sq, v, v @ post.w[:n], v.square().sum(dim=1), n)
             for j, key in enumerate(fresh):
                 post.keys[key] = first + j
             slots = np.array([post.keys[k] for k in keys], dtype=np.int64)
-        stale = np.unique(slots[post.cand_len[slots] < n])
-        if len(stale):
-            # one batched pass per bucket of similar lengths (bucket: log2 of the rows missing);
-            # a candidate whose v is longer than its bucket's start has that part recomputed
-            lengths = post.cand_len[stale]
-            buckets = np.floor(np.log2(n - lengths)).astype(np.int64)
-            for bucket in np.unique(buckets):
-                group = stale[buckets == bucket]
-                start = int(post.cand_len[group].min())
-                index = torch.from_numpy(group)
-                known = post.cand_v[index, :start]
-                k_new = post.kernel(post.z[start:n], post.sq[start:n], post.cand_z[index], post.cand_sq[index])
-                rhs = k_new - post.chol[start:n, :start] @ known.T
-                v_new = torch.linalg.solve_triangular(post.chol[start:n, start:n], rhs, upper=False).T
-                post.cand_v[index, start:n] = v_new
-                post.cand_vw[index] = known @ post.w[:start] + v_new @ post.w[start:n]
-                post.cand_vv[index] = known.square().sum(dim=1) + v_new.square().sum(dim=1)
-                post.cand_len[group] = n
+        self._bring_up_to_date(post, slots)
         index = torch.from_numpy(slots)
         return post.cand_vw[index], post.cand_vv[index]
+
+    @staticmethod
+    def _bring_up_to_date(post: _Posterior, slots: np.ndarray) -> None:
+        """Extends the cached ``v`` of these candidates by the rows appended since they were
+        computed: ``v_new = chol_22^-1 (k(new rows, x) - chol_21 v)``, O(n) per row and
+        candidate. One batched pass per group: candidates whose v has the same length (the
+        paused trials and the pool rows scored at the last decision: most of them), then the
+        rest in buckets of similar lengths (log2 of the rows missing), for which the part of v
+        past the bucket's shortest is recomputed."""
+        n = post.size
+        stale = slots[post.cand_len[slots] < n]
+        if not len(stale):
+            return
+        if len(stale) == 1:
+            groups = [(stale, True)]
+        else:
+            stale = np.unique(stale)
+            lengths = post.cand_len[stale]
+            values, counts = np.unique(lengths, return_counts=True)
+            if len(values) == 1:
+                groups = [(stale, True)]
+            else:
+                common = values[counts >= _SAME_LENGTH_GROUP]
+                exact = np.isin(lengths, common)
+                groups = [(stale[lengths == length], True) for length in common]
+                rest = stale[~exact]
+                buckets = np.floor(np.log2(n - post.cand_len[rest])).astype(np.int64)
+                groups += [(rest[buckets == b], False) for b in np.unique(buckets)]
+        for group, same_length in groups:
+            start = int(post.cand_len[group].min())
+            index = torch.from_numpy(group)
+            known = post.cand_v[index, :start]
+            k_new = post.kernel(post.z[start:n], post.sq[start:n], post.cand_z[index], post.cand_sq[index])
+            rhs = k_new - post.chol[start:n, :start] @ known.T
+            v_new = torch.linalg.solve_triangular(post.chol[start:n, start:n], rhs, upper=False).T
+            post.cand_v[index, start:n] = v_new
+            if same_length:  # v grew by v_new: add its share
+                post.cand_vw[index] += v_new @ post.w[start:n]
+                post.cand_vv[index] += v_new.square().sum(dim=1)
+            else:
+                post.cand_vw[index] = known @ post.w[:start] + v_new @ post.w[start:n]
+                post.cand_vv[index] = known.square().sum(dim=1) + v_new.square().sum(dim=1)
+            post.cand_len[group] = n
 
     @staticmethod
     def _append_slots(post: _Posterior, z: torch.Tensor, sq: torch.Tensor, v: torch.Tensor, vw: torch.Tensor,
