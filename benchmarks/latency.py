@@ -9,7 +9,9 @@ Workers finish epochs at config-dependent speeds; the next report is always the 
 
 It prints the milliseconds of scheduler compute per decision (all scheduler calls between two
 observations) in bins of observations, mean and 95th percentile, for DyHPO, DeepPowerLaw and
-Syne Tune's BOHB in the same process, then the ratios of the means to BOHB's::
+Syne Tune's BOHB in the same process, then the ratios of the means to BOHB's: first in CPU
+time of the process (the compute itself, also on a busy machine), then in wall time (which on
+an idle core is the same, and on a busy one also counts waiting for a core)::
 
     PYTHONPATH=. python benchmarks/latency.py                      # 10,000 observations, 1 worker
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO BOHB --max-obs 3000 --bin 500
@@ -116,10 +118,12 @@ def make_scheduler(method: str, max_t: int, seed: int):
 
 
 def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: int = 0,
-          time_limit: float = math.inf) -> np.ndarray:
+          time_limit: float = math.inf, cpu: list | None = None) -> np.ndarray:
     """Runs one scheduler on the synthetic task until ``max_obs`` observations.
 
-    :return: seconds of scheduler compute before each observation (all calls since the
+    :param cpu: if given, receives the CPU seconds of the same calls (process time: on a busy
+        machine, the compute itself; wall time also counts waiting for a core)
+    :return: wall seconds of scheduler compute before each observation (all calls since the
         previous one), shape (number of observations reached,)
     """
     from syne_tune.backend.trial_status import Trial
@@ -130,16 +134,17 @@ def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: 
     trials: dict[int, Trial] = {}
     epochs: dict[int, int] = {}  # last reported epoch per trial
     running: dict[int, float] = {}  # trial id -> simulated time of its next report
-    clock, spent, total = 0.0, 0.0, 0.0
+    clock, spent, spent_cpu, total = 0.0, 0.0, 0.0, 0.0
     costs = []
 
     def timed(fn, *args):
-        nonlocal spent
-        t0 = time.perf_counter()
+        nonlocal spent, spent_cpu
+        t0, c0 = time.perf_counter(), time.process_time()
         try:
             return fn(*args)
         finally:
             spent += time.perf_counter() - t0
+            spent_cpu += time.process_time() - c0
 
     while len(costs) < max_obs and total + spent < time_limit:
         while len(running) < n_workers:
@@ -174,8 +179,10 @@ def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: 
         else:
             running[trial_id] = clock + task.duration(trial.config)
         costs.append(spent)
+        if cpu is not None:
+            cpu.append(spent_cpu)
         total += spent
-        spent = 0.0
+        spent, spent_cpu = 0.0, 0.0
     return np.array(costs)
 
 
@@ -389,25 +396,30 @@ def main(argv=None) -> int:
         return 0
     bins = parse_bins(args.bins, args.max_obs, args.bin)
     max_obs = max(hi for _, hi in bins)
-    stats, splits = {}, {}
+    stats, cpu_stats, splits = {}, {}, {}
     for method in args.methods:
         split = Split() if args.split else None
         if split is not None:
             split.instrument()
         t0, c0 = time.perf_counter(), time.process_time()
+        cpu: list[float] = []
         try:
             costs = drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                          time_limit=args.time_limit) if split is None else _drive_split(method, max_obs, args, split)
+                          time_limit=args.time_limit, cpu=cpu) if split is None else _drive_split(method, max_obs, args, split, cpu)
         finally:
             if split is not None:
                 split.restore()
         stats[method] = bin_stats(costs, bins)
+        cpu_stats[method] = bin_stats(np.array(cpu), bins)
         splits[method] = split
-        print(f"{method}: {len(costs)} observations, {costs.sum():.1f} s in scheduler calls "
-              f"({time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU in all)", flush=True)
+        print(f"{method}: {len(costs)} observations, {costs.sum():.1f} s wall / {sum(cpu):.1f} s CPU in scheduler "
+              f"calls ({time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU in all)", flush=True)
     print()
-    print(f"ms per decision (scheduler compute between two observations), {args.n_workers} worker(s), "
-          f"max_t={args.max_t}, seed {args.seed}, torch threads {args.threads}")
+    setting = f"{args.n_workers} worker(s), max_t={args.max_t}, seed {args.seed}, torch threads {args.threads}"
+    print(f"CPU ms per decision (process time of the scheduler calls between two observations), {setting}")
+    print(format_table(args.methods, cpu_stats, bins))
+    print()
+    print(f"wall ms per decision (the same calls; also counts waiting for a core on a busy machine), {setting}")
     print(format_table(args.methods, stats, bins))
     if args.split:
         print()
@@ -416,7 +428,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def _drive_split(method: str, max_obs: int, args, split: Split) -> np.ndarray:
+def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np.ndarray:
     original = make_scheduler.__globals__["make_scheduler"]
 
     def rooted(*a, **k):
@@ -425,7 +437,7 @@ def _drive_split(method: str, max_obs: int, args, split: Split) -> np.ndarray:
     globals()["make_scheduler"] = rooted
     try:
         return drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                     time_limit=args.time_limit)
+                     time_limit=args.time_limit, cpu=cpu)
     finally:
         globals()["make_scheduler"] = original
 
