@@ -220,22 +220,26 @@ SPLIT_TARGETS = [
 
 
 class Split:
-    """Exclusive wall seconds per category while :meth:`instrument` is active."""
+    """Exclusive CPU seconds (process time: the compute, also on a busy machine) and wall
+    seconds per category while :meth:`instrument` is active."""
 
     def __init__(self):
-        self.seconds: dict[str, float] = defaultdict(float)
-        self._stack: list[list] = []  # [category, start, child seconds]
+        self.seconds: dict[str, float] = defaultdict(float)  # CPU
+        self.wall_seconds: dict[str, float] = defaultdict(float)
+        self._stack: list[list] = []  # [category, cpu start, wall start, child cpu, child wall]
         self._patched: list[tuple[Any, str, Any]] = []
 
     def _enter(self, category: str) -> None:
-        self._stack.append([category, time.perf_counter(), 0.0])
+        self._stack.append([category, time.process_time(), time.perf_counter(), 0.0, 0.0])
 
     def _exit(self) -> None:
-        category, start, children = self._stack.pop()
-        elapsed = time.perf_counter() - start
-        self.seconds[category] += elapsed - children
+        category, cpu_start, wall_start, cpu_children, wall_children = self._stack.pop()
+        cpu, wall = time.process_time() - cpu_start, time.perf_counter() - wall_start
+        self.seconds[category] += cpu - cpu_children
+        self.wall_seconds[category] += wall - wall_children
         if self._stack:
-            self._stack[-1][2] += elapsed
+            self._stack[-1][3] += cpu
+            self._stack[-1][4] += wall
 
     def wrap(self, fn, category: str):
         split = self
@@ -286,10 +290,11 @@ class Split:
 
         return wrapper
 
-    def table(self) -> str:
-        total = sum(self.seconds.values())
-        cells = [f"{c} {100 * self.seconds.get(c, 0.0) / max(total, 1e-12):.0f}%" for c in SPLIT_CATEGORIES]
-        return f"{total:.1f} s: " + ", ".join(cells)
+    def table(self, wall: bool = False) -> str:
+        seconds = self.wall_seconds if wall else self.seconds
+        total = sum(seconds.values())
+        cells = [f"{c} {100 * seconds.get(c, 0.0) / max(total, 1e-12):.0f}%" for c in SPLIT_CATEGORIES]
+        return f"{total:.1f} s {'wall' if wall else 'CPU'}: " + ", ".join(cells)
 
 
 def _rooted(scheduler, split: Split):
@@ -392,7 +397,8 @@ def main(argv=None) -> int:
         for method in [m for m in args.methods if m != "BOHB"]:
             split, summary = split_of_simulator_run(method, args.simulator[0], args.simulator[1], args.seed)
             print(f"{method} on {args.simulator[1]} seed {args.seed}: scheduler {summary['scheduler_seconds']:.1f} s "
-                  f"wall, {summary['scheduler_cpu_seconds']:.1f} s CPU; split of {split.table()}", flush=True)
+                  f"wall, {summary['scheduler_cpu_seconds']:.1f} s CPU; split of {split.table()}; "
+                  f"of {split.table(wall=True)}", flush=True)
         return 0
     bins = parse_bins(args.bins, args.max_obs, args.bin)
     max_obs = max(hi for _, hi in bins)
@@ -424,7 +430,7 @@ def main(argv=None) -> int:
     if args.split:
         print()
         for method in args.methods:
-            print(f"split {method}: {splits[method].table()}")
+            print(f"split {method}: {splits[method].table()}; {splits[method].table(wall=True)}")
     return 0
 
 
