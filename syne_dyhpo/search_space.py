@@ -57,9 +57,14 @@ class _NumericalEncoding:
         self.upper = math.log(upper) if log else float(upper)
 
     def encode(self, value: float) -> float:
-        x = math.log(value) if self.log else float(value)
+        return float(self.encode_array(np.array([value], dtype=float))[0])
+
+    def encode_array(self, values: np.ndarray) -> np.ndarray:
         span = self.upper - self.lower
-        return 0.5 if span <= 0 else min(max((x - self.lower) / span, 0.0), 1.0)
+        if span <= 0:
+            return np.full(len(values), 0.5)
+        x = np.log(values) if self.log else values
+        return np.clip((x - self.lower) / span, 0.0, 1.0)
 
 
 class ConfigEncoder:
@@ -110,38 +115,60 @@ class ConfigEncoder:
                     "logfinrange or a constant"
                 )
         self.dim = dim
+        # category -> position where all categories have one hashable type; a value of that
+        # type is then found by one lookup, anything else by _index_of (same answer)
+        self._category_index: dict[str, tuple[type, dict] | None] = {}
+        for name, kind, enc in self._encoders:
+            if kind == "numerical":
+                continue
+            types = {type(c) for c in enc}
+            index = None
+            if len(types) == 1:
+                try:
+                    index = (types.pop(), {})
+                    for i, c in enumerate(enc):
+                        index[1].setdefault(c, i)
+                except TypeError:
+                    index = None
+            self._category_index[name] = index
 
     def encode(self, config: dict[str, Any]) -> np.ndarray:
         """
         :param config: configuration (may contain extra keys, which are ignored)
         :return: vector of shape ``(dim,)`` in [0, 1]
         """
-        out = np.zeros(self.dim)
-        pos = 0
-        for name, kind, enc in self._encoders:
-            if name not in config:
-                raise ConfigSpaceError(f"Configuration {config} lacks hyperparameter '{name}'")
-            value = config[name]
-            if kind == "numerical":
-                out[pos] = enc.encode(value)
-                pos += 1
-            elif kind == "ordinal":
-                idx = _index_of(enc, value, name)
-                out[pos] = idx / max(len(enc) - 1, 1)
-                pos += 1
-            else:
-                out[pos + _index_of(enc, value, name)] = 1.0
-                pos += len(enc)
-        return out
+        return self.encode_many([config])[0]
 
     def encode_many(self, configs: Sequence[dict[str, Any]]) -> np.ndarray:
-        """
-        :param configs: configurations
+        """Encodes configurations column by column (one vectorised pass per hyperparameter).
+
+        :param configs: configurations (may contain extra keys, which are ignored)
         :return: matrix of shape ``(len(configs), dim)``
         """
-        if len(configs) == 0:
-            return np.zeros((0, self.dim))
-        return np.stack([self.encode(c) for c in configs])
+        num = len(configs)
+        out = np.zeros((num, self.dim))
+        if num == 0:
+            return out
+        pos = 0
+        for name, kind, enc in self._encoders:
+            try:
+                values = [c[name] for c in configs]
+            except KeyError:
+                missing = next(c for c in configs if name not in c)
+                raise ConfigSpaceError(f"Configuration {missing} lacks hyperparameter '{name}'") from None
+            if kind == "numerical":
+                out[:, pos] = enc.encode_array(np.array(values, dtype=float))
+                pos += 1
+                continue
+            index = self._category_index[name]
+            idx = np.array([_lookup(index, enc, v, name) for v in values], dtype=np.int64)
+            if kind == "ordinal":
+                out[:, pos] = idx / max(len(enc) - 1, 1)
+                pos += 1
+            else:
+                out[np.arange(num), pos + idx] = 1.0
+                pos += len(enc)
+        return out
 
     def sample(self, rng: np.random.RandomState, num: int) -> list[dict[str, Any]]:
         """Samples configurations from the domains' own samplers (log-uniform where log).
@@ -149,15 +176,19 @@ class ConfigEncoder:
         :param rng: random state
         :param num: number of configurations
         :return: full configurations (constants included), values cast to the domain types
+            (what :meth:`complete` gives: the samplers' values are the domains' own, so
+            casting again changes nothing, and the configs are built from a template)
         """
-        columns = {
-            name: self.config_space[name].sample(spec=None, size=num, random_state=rng)
-            for name in self.hp_names
-        }
+        columns = []
+        for name in self.hp_names:
+            values = self.config_space[name].sample(spec=None, size=num, random_state=rng)
+            columns.append([to_native(v) for v in values] if num > 1 else [to_native(_first(values))])
+        template = dict(self.config_space)
         configs = []
-        for i in range(num):
-            config = {name: to_native(columns[name][i] if num > 1 else _first(columns[name])) for name in self.hp_names}
-            configs.append(self.complete(config))
+        for row in zip(*columns):
+            config = dict(template)
+            config.update(zip(self.hp_names, row))
+            configs.append(config)
         return configs
 
     def complete(self, config: dict[str, Any]) -> dict[str, Any]:
@@ -196,6 +227,14 @@ def _first(values: Any) -> Any:
 def to_native(value: Any) -> Any:
     """numpy scalars -> Python scalars (Syne Tune's tabular lookup matches exact values)."""
     return value.item() if isinstance(value, np.generic) else value
+
+
+def _lookup(index: tuple[type, dict] | None, categories: list, value: Any, name: str) -> int:
+    if index is not None and type(value) is index[0]:
+        i = index[1].get(value)
+        if i is not None:
+            return i
+    return _index_of(categories, value, name)
 
 
 def _index_of(categories: list, value: Any, name: str) -> int:

@@ -9,6 +9,7 @@ Nothing here is normalised: the surrogate policy owns its outcome transform
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Hashable
@@ -85,8 +86,57 @@ class TrainingData:
         return len(self.y)
 
 
+class RowBuffer:
+    """Append-only rows of fixed-width numpy columns, grown by doubling: appending a row is
+    O(width) amortised and the first ``n`` rows are views, not copies.
+
+    :param widths: column name -> row width (0: a scalar per row)
+    """
+
+    def __init__(self, widths: dict[str, int], capacity: int = 64):
+        self.widths = widths
+        self.n = 0
+        self._columns = {k: np.full((capacity, w) if w else capacity, np.nan) for k, w in widths.items()}
+
+    def append(self, **values: Any) -> None:
+        """Appends one row (a value per column)."""
+        self._reserve(self.n + 1)
+        for k, v in values.items():
+            self._columns[k][self.n] = v
+        self.n += 1
+
+    def extend(self, **values: np.ndarray) -> None:
+        """Appends as many rows as the arrays have (an array per column)."""
+        num = len(next(iter(values.values())))
+        self._reserve(self.n + num)
+        for k, v in values.items():
+            self._columns[k][self.n : self.n + num] = v
+        self.n += num
+
+    def _reserve(self, size: int) -> None:
+        capacity = len(next(iter(self._columns.values())))
+        if size <= capacity:
+            return
+        while capacity < size:
+            capacity *= 2
+        for k, col in self._columns.items():
+            grown = np.full((capacity,) + col.shape[1:], np.nan)
+            grown[: self.n] = col[: self.n]
+            self._columns[k] = grown
+
+    def view(self, name: str) -> np.ndarray:
+        """The first ``n`` rows of a column, read-only."""
+        out = self._columns[name][: self.n]
+        out.flags.writeable = False
+        return out
+
+
 class Observations:
     """Learning curves of all trials (keyed by the reported epoch) and derived data.
+
+    The training rows (:meth:`training_data`), all scores and the best score per budget are
+    kept up to date as results arrive (a row never changes once observed: an epoch at or below
+    a trial's last one is ignored), so reading them costs nothing that grows with the data.
 
     :param max_t: maximum budget (epochs)
     :param do_minimize: whether the metric is minimised
@@ -99,6 +149,16 @@ class Observations:
         self.num_observations = 0  # finite or diverged values recorded
         self._row_log: list[tuple[int, int]] = []  # (trial_id, epoch) in arrival order
         self.data_version = 0  # bumped when existing rows change (archiving)
+        self._rows: RowBuffer | None = None  # training rows in arrival order (see training_data)
+        self._best_per_budget = np.full(max_t, -np.inf)
+
+    def __setstate__(self, state: dict) -> None:
+        # pickled before the rows were kept up to date: rebuild them from the curves
+        self.__dict__.update(state)
+        if "_rows" not in state:
+            self._rows, self._best_per_budget = None, np.full(self.max_t, -np.inf)
+            for trial_id, epoch in self._row_log:
+                self._record_row(self.trials[trial_id], epoch)
 
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
         record = TrialRecord(trial_id=trial_id, config=config, encoded=encoded)
@@ -120,7 +180,18 @@ class Observations:
         record.scores.append(score if np.isfinite(score) else -np.inf)
         self.num_observations += 1
         self._row_log.append((trial_id, epoch))
+        self._record_row(record, epoch)
         return True
+
+    def _record_row(self, record: TrialRecord, epoch: int) -> None:
+        if self._rows is None:
+            self._rows = RowBuffer({"x": len(record.encoded), "budget": 0, "curves": self.max_t, "y": 0})
+        curve = np.full(self.max_t, np.nan)
+        curve[: epoch - 1] = record.scores[: epoch - 1]  # a row for epoch b sees only epochs 1..b-1
+        score = record.scores[epoch - 1]
+        self._rows.append(x=record.encoded, budget=epoch, curves=curve, y=score)
+        if np.isfinite(score) and score > self._best_per_budget[epoch - 1]:
+            self._best_per_budget[epoch - 1] = score
 
     def archive(self, trial_id: int) -> TrialRecord:
         """Moves a trial's curve to a new record with a fresh negative id (status FAILED, never
@@ -131,6 +202,8 @@ class Observations:
         archived.scores, archived.status = record.scores, TrialStatus.FAILED
         record.scores = []
         self._row_log = [(archive_id if t == trial_id else t, e) for t, e in self._row_log]
+        # the rows themselves are unchanged (they moved to the archived record with the curve);
+        # the version still tells surrogates that the rows' owners changed
         self.data_version += 1
         return archived
 
@@ -139,15 +212,13 @@ class Observations:
         return [r for r in self.trials.values() if r.status in statuses]
 
     def all_scores(self) -> np.ndarray:
-        if not self.trials:
-            return np.zeros(0)
-        return np.concatenate([np.asarray(r.scores, dtype=float) for r in self.trials.values()])
+        """Every observed score (one per reported epoch, in arrival order; -inf: diverged),
+        read-only."""
+        return self._rows.view("y") if self._rows is not None else np.zeros(0)
 
     def best_score(self) -> float:
         """Best score observed at any budget (-inf if none is finite)."""
-        scores = self.all_scores()
-        finite = scores[np.isfinite(scores)]
-        return float(finite.max()) if len(finite) else -np.inf
+        return float(self._best_per_budget.max())
 
     def best_value(self) -> float | None:
         """Best metric value observed, in the metric's own units and direction."""
@@ -156,13 +227,7 @@ class Observations:
 
     def best_score_per_budget(self) -> np.ndarray:
         """Best score observed at each epoch 1..max_t (-inf where nothing finite was seen)."""
-        best = np.full(self.max_t, -np.inf)
-        for r in self.trials.values():
-            if r.scores:
-                s = np.asarray(r.scores, dtype=float)
-                s = np.where(np.isfinite(s), s, -np.inf)
-                best[: len(s)] = np.maximum(best[: len(s)], s)
-        return best
+        return self._best_per_budget.copy()
 
     def scores_at(self, epoch: int) -> np.ndarray:
         """Scores of all trials that reported ``epoch`` (diverged ones as -inf)."""
@@ -174,26 +239,32 @@ class Observations:
     def curves(self, records: list[TrialRecord]) -> np.ndarray:
         """Observed curves, shape (len(records), max_t), NaN past their last epoch and in gaps."""
         curves = np.full((len(records), self.max_t), np.nan)
-        for i, r in enumerate(records):
-            curves[i, : r.last_epoch] = r.scores
+        lengths = np.fromiter((r.last_epoch for r in records), dtype=np.int64, count=len(records))
+        total = int(lengths.sum())
+        if total:
+            flat = np.fromiter(itertools.chain.from_iterable(r.scores for r in records), dtype=float, count=total)
+            starts = np.cumsum(lengths) - lengths
+            rows = np.repeat(np.arange(len(records)), lengths)
+            curves[rows, np.arange(total) - np.repeat(starts, lengths)] = flat
         return curves
 
     def training_data(self) -> TrainingData:
         """One row per reported (trial, epoch), in arrival order: the config, the epoch, the
-        curve before the epoch and the score at it."""
-        records = [r for r in self.trials.values() if r.last_epoch > 0]
-        d = next(iter(self.trials.values())).encoded.shape[0] if self.trials else 0
-        index = {r.trial_id: i for i, r in enumerate(records)}
-        full = self.curves(records)
-        rows_trial = np.array([index[t] for t, _ in self._row_log], dtype=int)
-        rows_epoch = np.array([e - 1 for _, e in self._row_log], dtype=int)
-        x = np.stack([r.encoded for r in records])[rows_trial] if records else np.zeros((0, d))
-        y = full[rows_trial, rows_epoch]
-        curves = full[rows_trial]
-        # a row for epoch b sees only epochs 1..b-1
-        later = np.arange(self.max_t)[None, :] >= rows_epoch[:, None]
-        curves[later] = np.nan
-        return TrainingData(x=x, budget=rows_epoch + 1, curves=curves, y=y, max_t=self.max_t, version=self.data_version)
+        curve before the epoch and the score at it (read-only views, kept up to date as
+        results arrive)."""
+        if self._rows is None:
+            d = next(iter(self.trials.values())).encoded.shape[0] if self.trials else 0
+            return TrainingData(x=np.zeros((0, d)), budget=np.zeros(0, dtype=int), curves=np.zeros((0, self.max_t)),
+                                y=np.zeros(0), max_t=self.max_t, version=self.data_version)
+        rows = self._rows
+        return TrainingData(
+            x=rows.view("x"),
+            budget=rows.view("budget").astype(int),
+            curves=rows.view("curves"),
+            y=rows.view("y"),
+            max_t=self.max_t,
+            version=self.data_version,
+        )
 
     def metadata(self) -> dict[str, Any]:
         counts: dict[str, int] = {}

@@ -10,15 +10,17 @@ are always expressed in the normalisation the model was trained with.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
+from scipy.special import bdtrc
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.core.candidates import Candidates
-from syne_dyhpo.core.observations import Observations, TrainingData
+from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 
@@ -33,6 +35,10 @@ class Surrogate(Protocol):
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score at ``budget``."""
+
+    # optional: ``misfit() -> np.ndarray``, the standardised one-step-ahead prediction errors
+    # of the rows conditioned on since the last training (see ``FitSchedule.refine_on_misfit``);
+    # surrogates without it are refined on the clock only
 
 
 @dataclass(frozen=True)
@@ -50,12 +56,24 @@ class FitSchedule:
     :param initial_full_fits: the first this many fits are all from scratch
     :param refit_on_stall: train from scratch after ``refit_on_stall * max_t`` observations in
         a row without improving the best score (None: never for that reason)
+    :param refine_on_misfit: refine on evidence of misfit rather than on the clock alone (not
+        in the papers, which refine after every observation). A surrogate that can say how
+        well it predicted the observations it was conditioned on since it was last trained
+        (the standardised one-step-ahead errors ``z_i``, N(0, 1) if the model is right: the
+        exact GP's are by-products of its incremental Cholesky factor) is refined as soon as
+        too many of them are large: a one-sided sign test of ``|z_i|`` beyond its median under
+        the model (0.674), binomial tail probability below this level; otherwise at the
+        latest after ``refine_every`` observations. A sign test, not a chi-square test of
+        ``sum z_i^2``: learning curves have jumps that one-step-ahead predictions cannot know,
+        and a handful of them (``|z|`` of 20 and more) would trigger a chi-square test at
+        every step. None (default): refine every ``refine_every`` observations
     """
 
     refine_every: int
     refit_growth: float = math.inf
     initial_full_fits: int = 1
     refit_on_stall: float | None = None
+    refine_on_misfit: float | None = None
 
     def __post_init__(self):
         if int(self.refine_every) != self.refine_every or self.refine_every < 1:
@@ -66,6 +84,8 @@ class FitSchedule:
             raise ValueError(f"initial_full_fits must be an integer >= 1, got {self.initial_full_fits!r}")
         if self.refit_on_stall is not None and not self.refit_on_stall > 0:
             raise ValueError(f"refit_on_stall must be > 0 or None, got {self.refit_on_stall!r}")
+        if self.refine_on_misfit is not None and not 0 < self.refine_on_misfit < 1:
+            raise ValueError(f"refine_on_misfit must be in (0, 1) or None, got {self.refine_on_misfit!r}")
 
 
 class FittedModel:
@@ -98,6 +118,9 @@ class SurrogatePolicy:
         observations (which give the incumbents)
     :param schedule: when to train from scratch / refine / condition only
     :param min_observations: fewest observations before the surrogate is used
+    :param num_threads: torch threads while fitting and scoring (restored after). Defaults to
+        1: the models are small, and extra threads mostly spin, which on a busy machine costs
+        several times the work itself. None: leave torch's setting alone
     """
 
     def __init__(
@@ -106,12 +129,15 @@ class SurrogatePolicy:
         acquisition: AcquisitionFactory,
         schedule: FitSchedule,
         min_observations: int = 2,
+        num_threads: int | None = 1,
     ):
         self.surrogate = surrogate
         self.acquisition = acquisition
         self.schedule = schedule
         self.min_observations = min_observations
+        self.num_threads = num_threads
         self.transform = ScoreTransform()
+        self._rows: _TransformedRows | None = None  # training rows through the transform
         self._size_at_full_fit = 0
         self._size_at_refine = 0
         self._size_at_fit = -1
@@ -119,6 +145,18 @@ class SurrogatePolicy:
         self._size_at_improvement = 0
         self.num_full_fits = 0
         self.num_refines = 0
+        self.num_misfit_refines = 0
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_rows"] = None  # a cache of the transformed rows, rebuilt at the next fit
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("num_threads", 1)
+        state.setdefault("_rows", None)
+        state.setdefault("num_misfit_refines", 0)
+        self.__dict__.update(state)
 
     def ready(self, observations: Observations) -> bool:
         return observations.num_observations >= self.min_observations
@@ -130,22 +168,36 @@ class SurrogatePolicy:
         if n == self._size_at_fit and self._size_at_full_fit > 0:
             return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
         self._size_at_fit = n
-        if self._from_scratch_due(observations):
-            self.transform.fit(observations.all_scores())  # moves only with a fit from scratch
-            self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
-            self._size_at_full_fit = self._size_at_refine = n
-            self.num_full_fits += 1
-        elif n - self._size_at_refine >= self.schedule.refine_every:
-            self.surrogate.fit(self._training_data(observations), from_scratch=False, seed=seed)
-            self._size_at_refine = n
-            self.num_refines += 1
-        else:
-            self.surrogate.condition(self._training_data(observations))
+        with torch_threads(self.num_threads):
+            if self._from_scratch_due(observations):
+                self.transform.fit(observations.all_scores())  # moves only with a fit from scratch
+                self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
+                self._size_at_full_fit = self._size_at_refine = n
+                self.num_full_fits += 1
+                return FittedModel(self.surrogate, self.transform)
+            data = self._training_data(observations)
+            refine, conditioned = n - self._size_at_refine >= self.schedule.refine_every, False
+            if not refine and self.schedule.refine_on_misfit is not None and hasattr(self.surrogate, "misfit"):
+                self.surrogate.condition(data)  # also measures how well the new rows were predicted
+                refine, conditioned = self._misfit(), True
+                self.num_misfit_refines += refine
+            if refine:
+                self.surrogate.fit(data, from_scratch=False, seed=seed)
+                self._size_at_refine = n
+                self.num_refines += 1
+            elif not conditioned:
+                self.surrogate.condition(data)
         return FittedModel(self.surrogate, self.transform)
 
     def score(self, model: FittedModel, candidates: Candidates, observations: Observations) -> np.ndarray:
         """The acquisition value of each candidate (higher is better)."""
-        return self.acquisition(model, observations)(candidates)
+        with torch_threads(self.num_threads):
+            return self.acquisition(model, observations)(candidates)
+
+    def _misfit(self) -> bool:
+        """Whether the rows conditioned on since the last training were predicted worse than
+        the surrogate's own predictive distribution allows (``FitSchedule.refine_on_misfit``)."""
+        return misfit_p_value(self.surrogate.misfit()) < self.schedule.refine_on_misfit
 
     def reset(self) -> None:
         """Forces a fit from scratch at the next :meth:`fit` (after a numerical failure)."""
@@ -173,13 +225,18 @@ class SurrogatePolicy:
         )
 
     def _training_data(self, observations: Observations) -> TrainingData:
+        """All observations as training rows, through the outcome transform. Rows only ever
+        get appended between two versions of the data or of the transform, so only new rows
+        are transformed."""
         raw = observations.training_data()
-        return replace(
-            raw,
-            y=self.transform(raw.y),
-            curves=self.transform.curves(raw.curves),
-            version=(raw.version, self.transform.version),
-        )
+        version = (raw.version, self.transform.version)
+        if self._rows is None or self._rows.version != version or self._rows.buffer.n > len(raw):
+            self._rows = _TransformedRows(version, raw.max_t)
+        rows = self._rows
+        if rows.buffer.n < len(raw):
+            new = slice(rows.buffer.n, len(raw))
+            rows.buffer.extend(y=self.transform(raw.y[new]), curves=self.transform.curves(raw.curves[new]))
+        return replace(raw, y=rows.buffer.view("y"), curves=rows.buffer.view("curves"), version=version)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -187,4 +244,46 @@ class SurrogatePolicy:
             "schedule": {k: (None if v is None or v == math.inf else v) for k, v in vars(self.schedule).items()},
             "num_full_fits": self.num_full_fits,
             "num_refines": self.num_refines,
+            "num_misfit_refines": self.num_misfit_refines,
         }
+
+
+#: median of |z| for z ~ N(0, 1)
+_MEDIAN_ABS_Z = 0.6744897501960817
+
+
+def misfit_p_value(errors: np.ndarray) -> float:
+    """One-sided sign test that standardised errors are larger than N(0, 1) allows: the
+    probability, if the model were right, of at least as many ``|z| > 0.674`` (the median of
+    ``|z|``) among ``errors``. 1 for no errors."""
+    errors = np.asarray(errors, dtype=float)
+    if len(errors) == 0:
+        return 1.0
+    exceed = int(np.sum(np.abs(errors) > _MEDIAN_ABS_Z))
+    if exceed == 0:
+        return 1.0
+    return float(bdtrc(exceed - 1, len(errors), 0.5))  # P(Binomial(n, 1/2) >= exceed)
+
+
+class _TransformedRows:
+    """The training rows' scores and curves through one version of the outcome transform."""
+
+    def __init__(self, version: tuple, max_t: int):
+        self.version = version
+        self.buffer = RowBuffer({"y": 0, "curves": max_t})
+
+
+@contextlib.contextmanager
+def torch_threads(num: int | None) -> Iterator[None]:
+    """Runs the block with ``num`` torch threads (None: unchanged), restoring the setting."""
+    import torch
+
+    before = torch.get_num_threads()
+    if num is None or num == before:
+        yield
+        return
+    torch.set_num_threads(num)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

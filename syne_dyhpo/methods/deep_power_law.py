@@ -56,9 +56,12 @@ def paper_fit_schedule() -> FitSchedule:
 #: after stalls as in the authors' code (:func:`paper_fit_schedule`).
 DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
 
-#: Default settings of DPL's ensemble: the paper's, except that a refinement runs at most 16
-#: minibatch steps (the paper's 20 epochs are 320 steps at 1000 observations, 20x the cost).
-DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(max_refine_steps=16)
+#: Default settings of DPL's ensemble: the paper's, except that a refinement runs at most 4
+#: minibatch steps (the paper's 20 epochs are 320 steps at 1000 observations, 80x the cost;
+#: until version 0.1.0 the default was 16) and a fit from scratch at most 500 (the paper's 250
+#: epochs are 4000 steps at 1000 observations). A step of the 5 x 128 x 128 ensemble is about
+#: 30 MFLOP, so the steps are most of a decision's cost: docs/speed.md measures the trade-off.
+DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(max_refine_steps=4, max_fit_steps=500)
 
 
 class DeepPowerLaw(FreezeThawScheduler):

@@ -55,13 +55,18 @@ class MultiFidelityLogEI(LogExpectedImprovement):
 
 #: Default training schedule of DyHPO's GP. The paper's (:func:`paper_fit_schedule`: refine
 #: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined every 15 observations and retrained from scratch
-#: when the data has grown 4-fold, while every decision still conditions the GP on all data.
-DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=15, refit_growth=4.0)
+#: authors' code); here the kernel is refined on evidence of misfit (``refine_on_misfit=0.01``:
+#: the GP's one-step-ahead errors since its last training fail a sign test at level 0.01), at
+#: the latest every 100 observations, and retrained from scratch when the data has grown
+#: 4-fold, while every decision still conditions the GP on all data. Until version 0.1.0 the
+#: default refined every 15 observations (``FitSchedule(refine_every=15, refit_growth=4.0)``).
+DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
-#: scratch (paper: 1000 with early stopping) and training on at most 128 observations.
-DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128)
+#: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
+#: posterior conditioned on at most about 1024 observations (``max_condition_points``; the
+#: paper's exact GP on all: None), which bounds a decision's cost beyond that (docs/speed.md).
+DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=1024)
 
 
 def paper_fit_schedule() -> FitSchedule:

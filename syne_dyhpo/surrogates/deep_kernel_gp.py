@@ -13,12 +13,29 @@ Deliberate differences from the code (not from the paper):
 - all GP numerics (kernel, likelihood, Cholesky) run in float64 with forced Cholesky (gpytorch switches to iterative solvers
   above 800 points by default), and a failed factorisation restores the last good weights and
   refits from scratch instead of crashing.
+
+How it is computed (same numbers as gpytorch's generic path, which the tests use as the
+reference, at a fraction of the cost):
+- training maximises the same exact marginal likelihood as gpytorch's
+  ``ExactMarginalLogLikelihood`` (:func:`negative_mll`), computed directly from the kernel
+  matrix's Cholesky factor, with Adam on flat moment buffers (:mod:`.optim`);
+- between trainings the Cholesky factor of the conditioning rows is extended row by row
+  (O(n) per row and candidate), and each candidate's whitened cross-covariance
+  ``v = L^-1 k(X, x)`` is kept, keyed by the candidate's exact input, and extended as rows
+  arrive: a paused trial or a row of a finite candidate pool scored again costs O(n), not
+  O(n^2); mean and variance are ``m + v^T w`` and ``s - v^T v`` with ``w = L^-1 (y - m)``;
+- the new entries of ``w`` are the standardised one-step-ahead prediction errors of the rows
+  just conditioned on (:meth:`DeepKernelGP.misfit`), which a fit schedule may use to refine
+  only on evidence of misfit (``FitSchedule.refine_on_misfit``).
+
+One named deviation bounds the cost beyond a few thousand observations:
+``max_condition_points`` (None: the paper's exact GP on all observations).
 """
 
 from __future__ import annotations
 
-import copy
 import logging
+import math
 from dataclasses import dataclass
 
 import gpytorch
@@ -29,6 +46,7 @@ from torch import nn
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
+from syne_dyhpo.surrogates.optim import Adam
 
 logger = logging.getLogger(__name__)
 
@@ -57,6 +75,12 @@ class DeepKernelGPConfig:
     :param predict_noisy: EI uses the predictive distribution of an observation (latent
         variance + noise variance), as the authors' code does (``likelihood(model(x))``);
         False uses the latent function's. Defaults to True
+    :param max_condition_points: condition the GP's posterior on at most about this many
+        observations (not in the paper, whose exact GP conditions on all: None). Chosen when
+        the factor is rebuilt (after a training, or once the set has grown by a quarter past
+        the bound): every configuration's latest observation, then the most recent ones; rows
+        arriving in between are appended. Bounds a decision's cost, which otherwise grows as
+        O(n^2) per candidate and O(n^3) per refit. Defaults to None
     """
 
     hidden: int = 64
@@ -68,6 +92,11 @@ class DeepKernelGPConfig:
     patience: int = 10
     max_fit_points: int | None = None
     predict_noisy: bool = True
+    max_condition_points: int | None = None
+
+    def __post_init__(self):
+        if self.max_condition_points is not None and self.max_condition_points < 1:
+            raise ValueError(f"max_condition_points must be >= 1 or None, got {self.max_condition_points}")
 
 
 class FeatureExtractor(nn.Module):
@@ -83,13 +112,24 @@ class FeatureExtractor(nn.Module):
 
     def forward(self, inputs: torch.Tensor) -> torch.Tensor:
         # inputs = [config (d) | budget / max_t (1) | curve values (max_t) | curve mask (max_t)]
+        return self.embed(*self.prepare(inputs))
+
+    def prepare(self, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The parameter-free part of :meth:`forward`: (config, budget) and the learning
+        curve's convolution windows, in float32 (computed once per training, not per epoch).
+        """
         d, t = self.dim, self.max_t
+        inputs = inputs.float()
         config_budget = inputs[:, : d + 1]
         curve = torch.stack([inputs[:, d + 1 : d + 1 + t], inputs[:, d + 1 + t :]], dim=1)
         # Conv1d computed as a matmul over unfolded windows: same result, but torch's float64
         # CPU convolution backward is ~50x slower than this
         windows = nn.functional.pad(curve, (1, 1)).unfold(2, 3, 1)  # (n, 2, t, 3)
         windows = windows.permute(0, 2, 1, 3).reshape(curve.shape[0], t, -1)
+        return config_budget, windows
+
+    def embed(self, config_budget: torch.Tensor, windows: torch.Tensor) -> torch.Tensor:
+        """The trained part of :meth:`forward`, on :meth:`prepare`'s output."""
         weight = self.curve_conv.weight.reshape(self.curve_conv.out_channels, -1)
         curve_features = (windows @ weight.T + self.curve_conv.bias).amax(dim=1)
         return self.output_layer(torch.cat([self.config_layer(config_budget), curve_features], dim=1))
@@ -151,9 +191,58 @@ def _robust_cholesky(matrix: torch.Tensor, max_tries: int = 4) -> torch.Tensor:
     raise NotPSDError(f"kernel matrix not positive definite even with jitter {jitter / 10:.1e}")
 
 
+def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: int = 4) -> torch.Tensor:
+    """Cholesky factor as gpytorch's ``psd_safe_cholesky`` takes it in training (with the
+    settings of :func:`_cholesky_settings`): jitter 1e-6, 1e-5, ... added only on failure."""
+    chol, info = torch.linalg.cholesky_ex(matrix)
+    if not torch.any(info):
+        return chol
+    if torch.isnan(matrix).any():
+        raise NanError("kernel matrix has NaN entries")
+    eye = torch.eye(len(matrix), dtype=matrix.dtype)
+    for i in range(max_tries):
+        chol, info = torch.linalg.cholesky_ex(matrix + jitter * 10**i * eye)
+        if not torch.any(info):
+            return chol
+    raise NotPSDError(f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}")
+
+
+def rbf(z1: torch.Tensor, z2: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor) -> torch.Tensor:
+    """``ScaleKernel(RBFKernel())`` of gpytorch, by the same formula (squared distances by the
+    quadratic expansion around the mean of ``z1``, clamped at 0)."""
+    z1 = z1 / lengthscale
+    z2 = z2 / lengthscale
+    centre = z1.mean(-2, keepdim=True)
+    z1, z2 = z1 - centre, z2 - centre
+    sq = z1.pow(2).sum(-1, keepdim=True) - 2.0 * z1 @ z2.T + z2.pow(2).sum(-1, keepdim=True).T
+    return outputscale * sq.clamp_min(0).div(-2.0).exp()
+
+
+def negative_mll(model: "_GPModel", inputs: torch.Tensor, targets: torch.Tensor, prepared=None) -> torch.Tensor:
+    """``-ExactMarginalLogLikelihood(likelihood, model)(model(inputs), targets)`` of gpytorch
+    (the log density of the targets under the prior with the noise added, divided by the
+    number of rows), computed from the Cholesky factor of the kernel matrix.
+
+    :param prepared: ``model.extractor.prepare(inputs)`` if already computed
+    """
+    extractor = model.extractor
+    z = extractor.embed(*(prepared if prepared is not None else extractor.prepare(inputs))).double()
+    k = rbf(z, z, model.covar_module.base_kernel.lengthscale, model.covar_module.outputscale)
+    k = k + model.likelihood.noise * torch.eye(len(z), dtype=k.dtype)
+    chol = _training_cholesky(k)
+    diff = (targets - model.mean_module.constant).unsqueeze(-1)
+    whitened = torch.linalg.solve_triangular(chol, diff, upper=False)
+    n = len(targets)
+    log_det = 2.0 * chol.diagonal().log().sum()
+    return 0.5 * (whitened.square().sum() + log_det + n * math.log(2 * math.pi)) / n
+
+
 def gpytorch_posterior(surrogate: "DeepKernelGP", inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
-    """The same posterior through gpytorch's generic prediction path (reference for tests)."""
+    """The same posterior through gpytorch's generic prediction path, conditioned on the same
+    rows (reference for tests)."""
     model = surrogate._model
+    rows = surrogate.conditioning_rows()
+    model.set_train_data(surrogate._inputs[rows], surrogate._targets[rows], strict=False)
     model.eval()
     surrogate._likelihood.eval()
     with torch.no_grad(), _Settings():
@@ -161,6 +250,85 @@ def gpytorch_posterior(surrogate: "DeepKernelGP", inputs: torch.Tensor) -> tuple
         if surrogate.config.predict_noisy:
             posterior = surrogate._likelihood(posterior)
         return posterior.mean.numpy(), posterior.variance.clamp_min(1e-12).sqrt().numpy()
+
+
+class _Posterior:
+    """The GP conditioned on a set of training rows, for fixed weights: features ``z`` (kept
+    centred and divided by the lengthscale, with their squared norms ``sq``) and Cholesky
+    factor ``chol`` of the rows (in arrival order, grown by appending), the whitened targets
+    ``w = chol^-1 (y - m)``, and the candidates' whitened cross-covariances ``v`` (keyed by
+    their exact input) with their features. Buffers have spare capacity so that appending a
+    row copies nothing."""
+
+    def __init__(self, params_version: int, rows: np.ndarray, dim: int, n_seen: int, centre: torch.Tensor,
+                 lengthscale: float, outputscale: float):
+        self.params_version = params_version
+        self.centre, self.lengthscale, self.outputscale = centre, lengthscale, outputscale
+        self.n_seen = n_seen  # training rows 0..n_seen-1 were considered (in the set or left out)
+        size = len(rows)
+        cap = max(64, int(1.25 * size) + 16)
+        self.rows = np.empty(cap, dtype=np.int64)
+        self.rows[:size] = rows
+        self.z = torch.zeros(cap, dim, dtype=torch.float64)  # scaled: see scaled()
+        self.sq = torch.zeros(cap, dtype=torch.float64)
+        self.chol = torch.zeros(cap, cap, dtype=torch.float64)
+        self.w = torch.zeros(cap, dtype=torch.float64)
+        self.size = size
+        self._contiguous: torch.Tensor | None = None
+        # candidate cache
+        self.keys: dict[bytes, int] = {}
+        self.cand_z = torch.zeros(0, dim, dtype=torch.float64)
+        self.cand_sq = torch.zeros(0, dtype=torch.float64)
+        self.cand_v = torch.zeros(0, cap, dtype=torch.float64)
+        self.cand_vw = torch.zeros(0, dtype=torch.float64)  # v^T w
+        self.cand_vv = torch.zeros(0, dtype=torch.float64)  # v^T v
+        self.cand_len = np.zeros(0, dtype=np.int64)  # rows v covers
+
+    @property
+    def capacity(self) -> int:
+        return len(self.w)
+
+    def grow(self, size: int) -> None:
+        if size <= self.capacity:
+            return
+        cap = max(size, 2 * self.capacity)
+        n = self.size
+        rows, z, sq, chol, w, cand_v = self.rows, self.z, self.sq, self.chol, self.w, self.cand_v
+        self.rows = np.empty(cap, dtype=np.int64)
+        self.rows[:n] = rows[:n]
+        self.z = torch.zeros(cap, z.shape[1], dtype=torch.float64)
+        self.z[:n] = z[:n]
+        self.sq = torch.zeros(cap, dtype=torch.float64)
+        self.sq[:n] = sq[:n]
+        self.chol = torch.zeros(cap, cap, dtype=torch.float64)
+        self.chol[:n, :n] = chol[:n, :n]
+        self.w = torch.zeros(cap, dtype=torch.float64)
+        self.w[:n] = w[:n]
+        self.cand_v = torch.zeros(len(cand_v), cap, dtype=torch.float64)
+        self.cand_v[:, :n] = cand_v[:, :n]
+
+    def factor(self, n: int) -> torch.Tensor:
+        """The Cholesky factor of the first ``n`` rows as a contiguous matrix (a block of the
+        capacity buffer is strided, and LAPACK's triangular solve would copy it at each call)."""
+        if self._contiguous is None or len(self._contiguous) != n:
+            self._contiguous = self.chol[:n, :n].contiguous()
+        return self._contiguous
+
+    def scaled(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Features centred and divided by the lengthscale, and their squared norms."""
+        zs = (z - self.centre) / self.lengthscale
+        return zs, zs.square().sum(dim=1)
+
+    def kernel(self, a: torch.Tensor, a_sq: torch.Tensor, b: torch.Tensor, b_sq: torch.Tensor) -> torch.Tensor:
+        """``ScaleKernel(RBFKernel())`` between scaled features (:meth:`scaled`)."""
+        sq_dist = a_sq.unsqueeze(1) + b_sq.unsqueeze(0) - 2.0 * (a @ b.T)
+        return self.outputscale * sq_dist.clamp_min_(0).mul_(-0.5).exp_()
+
+
+#: memory for the candidates' whitened cross-covariances (the cache is emptied when full)
+CANDIDATE_CACHE_BYTES = 48 * 2**20
+#: candidates whose cached v has one length are extended as a group if at least this many
+_SAME_LENGTH_GROUP = 32
 
 
 class DeepKernelGP:
@@ -176,26 +344,36 @@ class DeepKernelGP:
         self._good_state: dict | None = None  # weights of the last successful fit (rollback)
         self._max_t = 1
         self._params_version = 0  # bumped whenever weights change
-        self._data_version = -1  # TrainingData.version of the rows the model holds
-        self._factor_cache: tuple | None = None  # ((params, data) versions, features, Cholesky)
+        self._data_version = None  # TrainingData.version of the rows held
+        self._inputs = torch.zeros(0, 0, dtype=torch.float64)  # model inputs of all rows held
+        self._targets = torch.zeros(0, dtype=torch.float64)
+        self._n = 0  # rows held
+        self._posterior: _Posterior | None = None  # conditioning state (a cache)
+        self._errors: list[float] = []  # standardised one-step-ahead errors since training
         self.num_failures = 0
 
     def __getstate__(self) -> dict:
-        # the Tuner pickles the scheduler every few seconds: drop the O(n^2) factor cache
+        # the Tuner pickles the scheduler every few seconds: drop the O(n^2) posterior cache
+        # and the spare capacity of the row buffers
         state = dict(self.__dict__)
-        state["_factor_cache"] = None
+        state["_posterior"] = None
+        state["_inputs"] = self._inputs[: self._n].clone()
+        state["_targets"] = self._targets[: self._n].clone()
         return state
 
     # -- Surrogate protocol --
 
     def fit(self, data: TrainingData, from_scratch: bool, seed: int) -> None:
-        all_inputs, all_targets = self._tensors(data)
+        self._hold(data)
+        all_inputs, all_targets = self._inputs[: self._n], self._targets[: self._n]
         inputs, targets = all_inputs, all_targets
         limit = self.config.max_fit_points
         if limit is not None and len(targets) > limit:
             rows = np.sort(np.random.RandomState(seed).choice(len(targets), size=limit, replace=False))
             inputs, targets = all_inputs[rows], all_targets[rows]
-        with torch.random.fork_rng(), _Settings():
+        else:
+            inputs, targets = inputs.clone(), targets.clone()  # not views of the row buffers
+        with torch.random.fork_rng():
             torch.manual_seed(seed)
             if from_scratch or self._model is None or self._model.extractor.dim != data.x.shape[1]:
                 self._build(inputs, targets, data)
@@ -210,13 +388,20 @@ class DeepKernelGP:
                 logger.warning(f"Deep-kernel GP fit failed ({type(err).__name__}); refitting from scratch")
                 self._build(inputs, targets, data)
                 self._train(self.config.max_iterations)
-        self._model.set_train_data(all_inputs, all_targets, strict=False)
         self._params_version += 1
-        self._good_state = copy.deepcopy(self._state())
+        self._posterior = None
+        self._errors = []
+        self._good_state = self._state()
 
     def condition(self, data: TrainingData) -> None:
-        inputs, targets = self._tensors(data)
-        self._model.set_train_data(inputs, targets, strict=False)
+        self._hold(data)
+        if self._model is None:
+            return
+        try:
+            self._update_posterior()
+        except (NotPSDError, NanError) as err:
+            logger.warning(f"Deep-kernel GP conditioning failed ({type(err).__name__}); refactorising at prediction")
+            self._posterior = None  # predict() recovers (restores the last good weights if needed)
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         inputs = model_inputs(candidates.x, budget, candidates.curves, self._max_t)
@@ -228,12 +413,43 @@ class DeepKernelGP:
             self._load_state(self._good_state)
             return self._predict(inputs)
 
+    def misfit(self) -> np.ndarray:
+        """Standardised one-step-ahead prediction errors of the rows conditioned on since the
+        GP was last trained: each row's error under the predictive distribution given all
+        rows before it, N(0, 1) and independent if the model is right. Free: they are the new
+        entries of ``w`` when the Cholesky factor is extended."""
+        return np.array(self._errors)
+
+    def conditioning_rows(self) -> np.ndarray:
+        """Indices (arrival order) of the training rows the posterior is conditioned on."""
+        self._update_posterior()
+        return self._posterior.rows[: self._posterior.size].copy()
+
     # -- internals --
 
-    def _tensors(self, data: TrainingData) -> tuple[torch.Tensor, torch.Tensor]:
+    def _hold(self, data: TrainingData) -> None:
+        """Keeps the model inputs of all rows, converting only rows new since the last call
+        when the data only grew (same version)."""
         self._max_t = data.max_t
-        self._data_version = data.version
-        return model_inputs(data.x, data.budget, data.curves, data.max_t), torch.from_numpy(np.asarray(data.y, dtype=float))
+        n = len(data)
+        if data.version != self._data_version or n < self._n or self._inputs.shape[1] != data.x.shape[1] + 1 + 2 * data.max_t:
+            self._data_version = data.version
+            self._n = 0
+            self._posterior = None
+            self._inputs = torch.zeros(max(64, n), data.x.shape[1] + 1 + 2 * data.max_t, dtype=torch.float64)
+            self._targets = torch.zeros(max(64, n), dtype=torch.float64)
+        if n > len(self._targets):
+            cap = max(n, 2 * len(self._targets))
+            inputs, targets = self._inputs, self._targets
+            self._inputs = torch.zeros(cap, inputs.shape[1], dtype=torch.float64)
+            self._inputs[: self._n] = inputs[: self._n]
+            self._targets = torch.zeros(cap, dtype=torch.float64)
+            self._targets[: self._n] = targets[: self._n]
+        if n > self._n:
+            new = slice(self._n, n)
+            self._inputs[new] = model_inputs(data.x[new], data.budget[new], data.curves[new], data.max_t)
+            self._targets[new] = torch.from_numpy(np.array(data.y[new], dtype=float))
+            self._n = n
 
     def _build(self, inputs: torch.Tensor, targets: torch.Tensor, data: TrainingData) -> None:
         extractor = FeatureExtractor(data.x.shape[1], data.max_t, self.config)
@@ -246,19 +462,22 @@ class DeepKernelGP:
         model, likelihood = self._model, self._likelihood
         model.train()
         likelihood.train()
-        mll = gpytorch.mlls.ExactMarginalLogLikelihood(likelihood, model)
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.config.lr)
+        inputs, targets = model.train_inputs[0], model.train_targets
+        prepared = model.extractor.prepare(inputs)
+        params = list(model.parameters())
+        adam = Adam(params, lr=self.config.lr)
         best_loss, best_state, since_best = np.inf, None, 0
         for _ in range(iterations):
-            optimizer.zero_grad()
-            loss = -mll(model(*model.train_inputs), model.train_targets)
+            for p in params:
+                p.grad = None
+            loss = negative_mll(model, inputs, targets, prepared)
             loss.backward()
-            optimizer.step()
+            adam.step([p.grad for p in params])
             value = float(loss.detach())
             if not np.isfinite(value):
                 raise NanError("non-finite marginal likelihood")
             if value < best_loss - 1e-6:
-                best_loss, best_state, since_best = value, copy.deepcopy(self._state()), 0
+                best_loss, best_state, since_best = value, self._state(), 0
             else:
                 since_best += 1
                 if since_best >= self.config.patience:
@@ -266,71 +485,233 @@ class DeepKernelGP:
         if best_state is not None:
             self._load_state(best_state)
 
+    def _features(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self._model.extractor(inputs.float()).double()
+
+    def _update_posterior(self) -> None:
+        """Brings the posterior up to date with the rows held: rebuilt after a training or
+        when the bounded conditioning set must be chosen again, else extended by the new
+        rows."""
+        if self._model.training:
+            self._model.eval()
+            self._likelihood.eval()
+        with torch.no_grad():
+            post = self._posterior
+            if post is None or post.params_version != self._params_version:
+                self._posterior = self._factorise()
+                return
+            new = self._n - post.n_seen
+            if new <= 0:
+                return
+            bound = self.config.max_condition_points
+            if bound is not None and post.size + new > bound + max(bound // 4, 1):
+                self._posterior = self._factorise()
+                return
+            self._extend(post, np.arange(post.n_seen, self._n))
+
+    def _select_rows(self) -> np.ndarray:
+        """The conditioning set: all rows, or (``max_condition_points``) every configuration's
+        latest row, then the most recent rows, in arrival order."""
+        n, bound = self._n, self.config.max_condition_points
+        if bound is None or n <= bound:
+            return np.arange(n)
+        d = self._model.extractor.dim
+        configs = self._inputs[:n, :d].numpy()
+        # latest row of each configuration: unique on the reversed rows keeps the last occurrence
+        _, first_in_reversed = np.unique(configs[::-1], axis=0, return_index=True)
+        latest = np.sort(n - 1 - first_in_reversed)
+        if len(latest) >= bound:
+            return latest[-bound:]
+        chosen = np.zeros(n, dtype=bool)
+        chosen[latest] = True
+        rest = np.flatnonzero(~chosen)
+        chosen[rest[len(rest) - (bound - len(latest)) :]] = True
+        return np.flatnonzero(chosen)
+
+    def _factorise(self) -> _Posterior:
+        rows = self._select_rows()
+        z = self._features(self._inputs[rows])
+        covar = self._model.covar_module
+        post = _Posterior(self._params_version, rows, z.shape[1], n_seen=self._n, centre=z.mean(dim=0, keepdim=True),
+                          lengthscale=float(covar.base_kernel.lengthscale), outputscale=float(covar.outputscale))
+        zs, sq = post.scaled(z)
+        k = post.kernel(zs, sq, zs, sq)
+        k.diagonal().add_(self._likelihood.noise.item())
+        chol = _robust_cholesky(k)
+        residual = (self._targets[rows] - self._model.mean_module.constant).unsqueeze(1)
+        w = torch.linalg.solve_triangular(chol, residual, upper=False).squeeze(1)
+        size = len(rows)
+        post.z[:size], post.sq[:size], post.chol[:size, :size], post.w[:size] = zs, sq, chol, w
+        return post
+
+    def _extend(self, post: _Posterior, rows: np.ndarray) -> None:
+        """Appends rows to the conditioning set, one at a time: the Cholesky factor grows by
+        a row ``[l21, l22]`` with ``l21 = chol^-1 k(set, row)``, ``w`` by the row's standardised
+        one-step-ahead error. A row that was a candidate at the last decision (the trial that
+        just reported was scored at this very input) has ``l21`` in the candidate cache: it
+        is extended there in O(n) instead of solved for in O(n^2)."""
+        post.grow(post.size + len(rows))
+        inputs = self._inputs[rows]
+        arr = inputs.numpy()
+        noise = self._likelihood.noise.item()
+        constant = float(self._model.mean_module.constant)
+        features = None
+        for j, row in enumerate(rows):
+            n = post.size
+            slot = post.keys.get(arr[j].tobytes(), -1)
+            if slot >= 0:
+                self._bring_up_to_date(post, np.array([slot]))
+                z, sq = post.cand_z[slot : slot + 1], post.cand_sq[slot : slot + 1]
+                l21 = post.cand_v[slot, :n]
+            else:
+                if features is None:
+                    features = post.scaled(self._features(inputs))
+                z, sq = features[0][j : j + 1], features[1][j : j + 1]
+                k12 = post.kernel(post.z[:n], post.sq[:n], z, sq)
+                l21 = torch.linalg.solve_triangular(post.factor(n), k12, upper=False)[:, 0]
+            k22 = float(post.kernel(z, sq, z, sq)[0, 0]) + noise
+            # the row's predictive variance given the set (noise included: > 0 in exact
+            # arithmetic); floored like the robust factorisation's jitter if rounding says not
+            l22 = math.sqrt(max(k22 - float(l21 @ l21), 1e-8 * k22))
+            w_new = (float(self._targets[row]) - constant - float(l21 @ post.w[:n])) / l22
+            post.chol[n, :n] = l21
+            post.chol[n, n] = l22
+            post.z[n], post.sq[n] = z[0], sq[0]
+            post.w[n] = w_new
+            post.rows[n] = row
+            post.size = n + 1
+            self._errors.append(w_new)
+        post.n_seen = self._n
+
     def _predict(self, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """Exact GP posterior predictive at ``inputs`` (of an observation, or of the latent
-        score if ``predict_noisy`` is False), from the model's gpytorch mean, kernel and
-        likelihood.
-
-        gpytorch's generic prediction path gives the same numbers (see
-        :func:`gpytorch_posterior`, used by the tests) but recomputes the features and the
-        Cholesky factor of all n training rows at every call, and factorises twice. A decision
-        is made after every epoch and, between fits, rows are only appended, so the factor of
-        the known rows is kept and extended by the new ones (O(n^2) per decision, not O(n^3)).
-        """
-        model, likelihood = self._model, self._likelihood
-        model.eval()
-        likelihood.eval()
+        score if ``predict_noisy`` is False) given the conditioning rows, from the model's
+        mean, kernel and likelihood; :func:`gpytorch_posterior` gives the same numbers through
+        gpytorch's generic path (the tests check it)."""
+        self._update_posterior()
+        post = self._posterior
         with torch.no_grad():
-            z_train, chol = self._train_factor()
-            z_test = model.extractor(inputs.float()).double()
-            k_cross = model.covar_module(z_test, z_train).to_dense()
-            constant = model.mean_module.constant
-            alpha = torch.cholesky_solve((model.train_targets - constant)[:, None], chol)
-            mean = constant + (k_cross @ alpha).squeeze(1)
-            v = torch.linalg.solve_triangular(chol, k_cross.T, upper=False)
+            vw, vv = self._candidate_moments(post, inputs)
+            mean = self._model.mean_module.constant + vw
             # RBF: k(x, x) is the outputscale
-            variance = model.covar_module.outputscale - (v * v).sum(dim=0)
+            variance = self._model.covar_module.outputscale - vv
             if self.config.predict_noisy:
-                variance = variance + likelihood.noise.item()
+                variance = variance + self._likelihood.noise.item()
         return mean.numpy(), variance.clamp_min(1e-12).sqrt().numpy()
 
-    def _train_factor(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Features of the training rows and the Cholesky factor of K + noise I, reusing
-        (and extending) the cached ones when only rows were appended since."""
-        model, noise = self._model, self._likelihood.noise.item()
-        train_x = model.train_inputs[0]
-        key = (self._params_version, self._data_version)
-        cache = self._factor_cache
-        if cache is None or cache[0] != key or cache[1].shape[0] > len(train_x):
-            z = model.extractor(train_x.float()).double()
-            k = model.covar_module(z).to_dense()
-            k.diagonal().add_(noise)
-            chol = _robust_cholesky(k)
+    def _candidate_moments(self, post: _Posterior, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``v^T w`` and ``v^T v`` per candidate, ``v = chol^-1 k(rows, x)`` its whitened
+        cross-covariance: computed for inputs not seen since the last factorisation, extended
+        by the rows appended since for the others (their ``v`` is kept)."""
+        n = post.size
+        arr = inputs.numpy()
+        keys = [arr[i].tobytes() for i in range(len(arr))]
+        slots = np.array([post.keys.get(k, -1) for k in keys], dtype=np.int64)
+        if np.any(slots < 0):
+            fresh = {}  # distinct new inputs (a config may appear twice), first position
+            for i in np.flatnonzero(slots < 0):
+                fresh.setdefault(keys[i], i)
+            max_slots = max(1024, CANDIDATE_CACHE_BYTES // (8 * post.capacity))
+            if len(post.keys) + len(fresh) > max_slots:
+                self._compact(post, slots)
+            first = len(post.keys)
+            z, sq = post.scaled(self._features(inputs[np.array(list(fresh.values()), dtype=np.int64)]))
+            k = post.kernel(post.z[:n], post.sq[:n], z, sq)
+            v = torch.linalg.solve_triangular(post.factor(n), k, upper=False).T
+            self._append_slots(post, z, sq, v, v @ post.w[:n], v.square().sum(dim=1), n)
+            for j, key in enumerate(fresh):
+                post.keys[key] = first + j
+            slots = np.array([post.keys[k] for k in keys], dtype=np.int64)
+        self._bring_up_to_date(post, slots)
+        index = torch.from_numpy(slots)
+        return post.cand_vw[index], post.cand_vv[index]
+
+    @staticmethod
+    def _bring_up_to_date(post: _Posterior, slots: np.ndarray) -> None:
+        """Extends the cached ``v`` of these candidates by the rows appended since they were
+        computed: ``v_new = chol_22^-1 (k(new rows, x) - chol_21 v)``, O(n) per row and
+        candidate. One batched pass per group: candidates whose v has the same length (the
+        paused trials and the pool rows scored at the last decision: most of them), then the
+        rest in buckets of similar lengths (log2 of the rows missing), for which the part of v
+        past the bucket's shortest is recomputed."""
+        n = post.size
+        stale = slots[post.cand_len[slots] < n]
+        if not len(stale):
+            return
+        if len(stale) == 1:
+            groups = [(stale, True)]
         else:
-            _, z_old, chol_old = cache
-            n_old = z_old.shape[0]
-            if n_old == len(train_x):
-                return z_old, chol_old
-            z_new = model.extractor(train_x[n_old:].float()).double()
-            k12 = model.covar_module(z_old, z_new).to_dense()
-            k22 = model.covar_module(z_new).to_dense()
-            k22.diagonal().add_(noise)
-            l21 = torch.linalg.solve_triangular(chol_old, k12, upper=False).T
-            l22 = _robust_cholesky(k22 - l21 @ l21.T)
-            n = len(train_x)
-            chol = torch.zeros(n, n, dtype=torch.float64)
-            chol[:n_old, :n_old] = chol_old
-            chol[n_old:, :n_old] = l21
-            chol[n_old:, n_old:] = l22
-            z = torch.cat([z_old, z_new])
-        self._factor_cache = (key, z, chol)
-        return z, chol
+            stale = np.unique(stale)
+            lengths = post.cand_len[stale]
+            values, counts = np.unique(lengths, return_counts=True)
+            if len(values) == 1:
+                groups = [(stale, True)]
+            else:
+                common = values[counts >= _SAME_LENGTH_GROUP]
+                exact = np.isin(lengths, common)
+                groups = [(stale[lengths == length], True) for length in common]
+                rest = stale[~exact]
+                buckets = np.floor(np.log2(n - post.cand_len[rest])).astype(np.int64)
+                groups += [(rest[buckets == b], False) for b in np.unique(buckets)]
+        for group, same_length in groups:
+            start = int(post.cand_len[group].min())
+            index = torch.from_numpy(group)
+            known = post.cand_v[index, :start]
+            k_new = post.kernel(post.z[start:n], post.sq[start:n], post.cand_z[index], post.cand_sq[index])
+            rhs = k_new - post.chol[start:n, :start] @ known.T
+            v_new = torch.linalg.solve_triangular(post.chol[start:n, start:n], rhs, upper=False).T
+            post.cand_v[index, start:n] = v_new
+            if same_length:  # v grew by v_new: add its share
+                post.cand_vw[index] += v_new @ post.w[start:n]
+                post.cand_vv[index] += v_new.square().sum(dim=1)
+            else:
+                post.cand_vw[index] = known @ post.w[:start] + v_new @ post.w[start:n]
+                post.cand_vv[index] = known.square().sum(dim=1) + v_new.square().sum(dim=1)
+            post.cand_len[group] = n
+
+    @staticmethod
+    def _append_slots(post: _Posterior, z: torch.Tensor, sq: torch.Tensor, v: torch.Tensor, vw: torch.Tensor,
+                      vv: torch.Tensor, length: int) -> None:
+        used, m = len(post.keys), len(z)
+        if used + m > len(post.cand_len):
+            cap = max(used + m, 2 * len(post.cand_len), 256)
+            old = (post.cand_z, post.cand_sq, post.cand_v, post.cand_vw, post.cand_vv, post.cand_len)
+            post.cand_z = torch.zeros(cap, z.shape[1], dtype=torch.float64)
+            post.cand_sq = torch.zeros(cap, dtype=torch.float64)
+            post.cand_v = torch.zeros(cap, post.capacity, dtype=torch.float64)
+            post.cand_vw = torch.zeros(cap, dtype=torch.float64)
+            post.cand_vv = torch.zeros(cap, dtype=torch.float64)
+            post.cand_len = np.zeros(cap, dtype=np.int64)
+            for new, prev in zip((post.cand_z, post.cand_sq, post.cand_v, post.cand_vw, post.cand_vv, post.cand_len), old):
+                new[:used] = prev[:used]
+        post.cand_z[used : used + m] = z
+        post.cand_sq[used : used + m] = sq
+        post.cand_v[used : used + m, :length] = v
+        post.cand_vw[used : used + m] = vw
+        post.cand_vv[used : used + m] = vv
+        post.cand_len[used : used + m] = length
+
+    @staticmethod
+    def _compact(post: _Posterior, slots: np.ndarray) -> None:
+        """Empties the candidate cache but for the entries this call uses (renumbering
+        ``slots`` in place)."""
+        keep = np.unique(slots[slots >= 0])
+        remap = np.full(len(post.cand_len), -1, dtype=np.int64)
+        remap[keep] = np.arange(len(keep))
+        post.keys = {k: int(remap[s]) for k, s in post.keys.items() if remap[s] >= 0}
+        slots[slots >= 0] = remap[slots[slots >= 0]]
+        index = torch.from_numpy(keep)
+        post.cand_z, post.cand_sq = post.cand_z[index].clone(), post.cand_sq[index].clone()
+        post.cand_v = post.cand_v[index].clone()
+        post.cand_vw, post.cand_vv = post.cand_vw[index].clone(), post.cand_vv[index].clone()
+        post.cand_len = post.cand_len[keep].copy()
 
     def _state(self) -> dict:
-        return {"model": self._model.state_dict()}
+        return {"model": {k: v.detach().clone() for k, v in self._model.state_dict().items()}}
 
     def _load_state(self, state: dict | None) -> None:
         if state is None:
             raise RuntimeError("no successful fit to roll back to")
         self._model.load_state_dict(state["model"], strict=False)
         self._params_version += 1
+        self._posterior = None

@@ -1,0 +1,552 @@
+"""The fast paths of a decision give the numbers of the straightforward computation they
+replace: incremental data, closed-form training steps, cached and extended GP posteriors,
+the bounded conditioning set when it covers all rows, pickling, vectorised sampling."""
+
+from __future__ import annotations
+
+import math
+import pickle
+from dataclasses import replace
+
+import dill
+import gpytorch
+import numpy as np
+import pytest
+import torch
+from syne_tune.config_space import choice, finrange, logfinrange, loguniform, lograndint, ordinal, randint, uniform
+
+from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.observations import Observations
+from syne_dyhpo.core.policy import FitSchedule, SurrogatePolicy, misfit_p_value, torch_threads
+from syne_dyhpo.methods.dyhpo import MultiFidelityLogEI
+from syne_dyhpo.search_space import ConfigEncoder, to_native
+from syne_dyhpo.surrogates.deep_kernel_gp import (
+    DeepKernelGP,
+    DeepKernelGPConfig,
+    gpytorch_posterior,
+    model_inputs,
+    negative_mll,
+)
+from syne_dyhpo.surrogates.optim import Adam
+from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
+from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble, PowerLawNets, train_step
+
+
+# ----- observations: rows kept up to date == rows rebuilt from the curves ---------------------
+
+
+def rebuilt_training_data(obs: Observations):
+    """The rows as the package built them before they were kept up to date: from the curves
+    and the arrival log, at once."""
+    records = [r for r in obs.trials.values() if r.last_epoch > 0]
+    index = {r.trial_id: i for i, r in enumerate(records)}
+    full = obs.curves(records)
+    rows_trial = np.array([index[t] for t, _ in obs._row_log], dtype=int)
+    rows_epoch = np.array([e - 1 for _, e in obs._row_log], dtype=int)
+    x = np.stack([r.encoded for r in records])[rows_trial]
+    curves = full[rows_trial]
+    curves[np.arange(obs.max_t)[None, :] >= rows_epoch[:, None]] = np.nan
+    return x, rows_epoch + 1, curves, full[rows_trial, rows_epoch]
+
+
+def random_observations(seed: int, max_t: int = 8, trials: int = 12, reports: int = 120) -> Observations:
+    rng = np.random.RandomState(seed)
+    obs = Observations(max_t=max_t, do_minimize=bool(seed % 2))
+    for tid in range(trials):
+        obs.add_trial(tid, {}, rng.rand(3))
+    for step in range(reports):
+        tid = rng.randint(trials)
+        record = obs.trials[tid]
+        epoch = record.last_epoch + rng.choice([1, 1, 1, 2, 0, -1])  # gaps, repeats, stale
+        value = rng.randn() if rng.rand() > 0.03 else np.nan  # diverged now and then
+        obs.add_result(tid, max(epoch, 1), value)
+        if step == reports // 2:
+            obs.archive(3)  # a restart: the curve moves to an archived record
+    return obs
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_observation_rows_equal_rows_rebuilt_from_curves(seed):
+    obs = random_observations(seed)
+    data = obs.training_data()
+    x, budget, curves, y = rebuilt_training_data(obs)
+    np.testing.assert_array_equal(data.x, x)
+    np.testing.assert_array_equal(data.budget, budget)
+    np.testing.assert_array_equal(data.curves, curves)
+    np.testing.assert_array_equal(data.y, y)
+    everything = np.concatenate([np.asarray(r.scores, dtype=float) for r in obs.trials.values()])
+    np.testing.assert_array_equal(np.sort(obs.all_scores()), np.sort(everything[~np.isnan(everything)]))
+    best = np.full(obs.max_t, -np.inf)
+    for r in obs.trials.values():
+        s = np.where(np.isfinite(r.scores), r.scores, -np.inf)
+        best[: len(s)] = np.maximum(best[: len(s)], s)
+    np.testing.assert_array_equal(obs.best_score_per_budget(), best)
+    finite = everything[np.isfinite(everything)]
+    assert obs.best_score() == finite.max()
+    with pytest.raises(ValueError):
+        data.y[0] = 1.0  # read-only views
+    # a pickle written before the rows were kept (no _rows) is rebuilt on load
+    state = dict(obs.__dict__)
+    del state["_rows"], state["_best_per_budget"]
+    old = Observations.__new__(Observations)
+    old.__setstate__(state)
+    np.testing.assert_array_equal(old.training_data().curves, curves)
+
+
+def test_observation_curves_of_records_equal_row_by_row_fill():
+    obs = random_observations(4)
+    records = list(obs.trials.values())
+    expected = np.full((len(records), obs.max_t), np.nan)
+    for i, r in enumerate(records):
+        expected[i, : r.last_epoch] = r.scores
+    np.testing.assert_array_equal(obs.curves(records), expected)
+    assert obs.curves([]).shape == (0, obs.max_t)
+
+
+def test_policy_transforms_only_new_rows_and_equals_transforming_all():
+    obs = random_observations(5, reports=60)
+    policy = SurrogatePolicy(surrogate=None, acquisition=None, schedule=FitSchedule(refine_every=1))
+    policy.transform.fit(obs.all_scores())
+    first = policy._training_data(obs)
+    for tid in range(4):
+        obs.add_result(tid, obs.trials[tid].last_epoch + 1, 0.3 * tid)
+    grown = policy._training_data(obs)
+    raw = obs.training_data()
+    np.testing.assert_array_equal(grown.y, policy.transform(raw.y))
+    np.testing.assert_array_equal(grown.curves, policy.transform.curves(raw.curves))
+    np.testing.assert_array_equal(grown.y[: len(first)], first.y)
+    policy.transform.fit(obs.all_scores() * 2)  # a new transform: everything re-expressed
+    again = policy._training_data(obs)
+    np.testing.assert_array_equal(again.curves, policy.transform.curves(raw.curves))
+    assert again.version != grown.version
+    clone = pickle.loads(pickle.dumps(policy))  # the cache is dropped, not pickled
+    assert clone._rows is None
+    np.testing.assert_array_equal(clone._training_data(obs).y, again.y)
+
+
+# ----- power-law ensemble: closed-form steps == autograd + torch.optim.Adam ------------------
+
+
+@pytest.mark.parametrize("loss", ["mse", "l1"])
+def test_power_law_closed_form_step_equals_autograd_and_torch_adam(loss):
+    torch.manual_seed(0)
+    cfg = PowerLawConfig()
+    reference, fast = PowerLawNets(4, cfg), PowerLawNets(4, cfg)
+    fast.load_state_dict(reference.state_dict())
+    optimizer = torch.optim.Adam(reference.parameters(), lr=cfg.lr)
+    adam = Adam(list(fast.parameters()), lr=cfg.lr)
+    loss_fn = torch.nn.functional.mse_loss if loss == "mse" else torch.nn.functional.l1_loss
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(30):
+        x = torch.rand(5, 16, 4, generator=gen)
+        b = torch.rand(5, 16, generator=gen).clamp_min(0.02)
+        target = torch.rand(5, 16, generator=gen)
+        optimizer.zero_grad()
+        value = loss_fn(reference(x, b), target) * 5
+        value.backward()
+        optimizer.step()
+        assert train_step(fast, adam, x, b, target, loss) == pytest.approx(float(value.detach()), rel=1e-5)
+    for p, q in zip(reference.parameters(), fast.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-5)
+
+
+def test_adam_over_mixed_dtypes_equals_torch_adam():
+    params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
+    ref = [p.clone().requires_grad_() for p in params]
+    optimizer = torch.optim.Adam(ref, lr=0.1)
+    adam = Adam(params, lr=0.1)
+    for step in range(10):
+        grads = [torch.randn_like(p) * (step + 1) for p in params]
+        for r, g in zip(ref, grads):
+            r.grad = g.clone()
+        optimizer.step()
+        adam.step(grads)
+    for r, p in zip(ref, params):
+        np.testing.assert_allclose(r.detach().numpy(), p.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def power_law_data(n: int = 60, seed: int = 0):
+    from syne_dyhpo.core.observations import TrainingData
+
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n, 3)
+    budget = rng.randint(1, 11, size=n)
+    y = -(0.2 + 0.3 * x[:, 0] + 0.1 * (budget / 10) ** -0.5) + 0.01 * rng.randn(n)
+    return TrainingData(x=x, budget=budget, curves=np.full((n, 10), np.nan), y=y, max_t=10)
+
+
+def test_power_law_dill_round_trip_predicts_and_trains_the_same():
+    data = power_law_data()
+    ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=20, max_refine_steps=4))
+    ens.fit(data, from_scratch=True, seed=0)
+    clone = dill.loads(dill.dumps(ens))
+    cands = Candidates(data.x[:7], np.full(7, 10), np.full((7, 10), np.nan), [None] * 7, [{}] * 7)
+    for a, b in zip(ens.predict(cands, cands.budget), clone.predict(cands, cands.budget)):
+        np.testing.assert_array_equal(a, b)
+    ens.fit(data, from_scratch=False, seed=1)  # Adam moments survive the round trip
+    clone.fit(data, from_scratch=False, seed=1)
+    for a, b in zip(ens.predict(cands, cands.budget), clone.predict(cands, cands.budget)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_power_law_step_caps():
+    data = power_law_data(n=200)
+    counted = []
+    import syne_dyhpo.surrogates.power_law as pl
+
+    original = pl.train_step
+    try:
+        pl.train_step = lambda *a: counted.append(1) or original(*a)
+        ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=3, max_fit_steps=5, max_refine_steps=2))
+        ens.fit(data, from_scratch=True, seed=0)
+        assert len(counted) == 5  # 3 epochs of 4 batches, capped at 5 steps
+        ens.fit(data, from_scratch=False, seed=0)
+        assert len(counted) == 7
+        ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=3))
+        ens.fit(data, from_scratch=True, seed=0)
+        assert len(counted) == 7 + 12  # paper: no cap
+    finally:
+        pl.train_step = original
+    with pytest.raises(ValueError, match="max_fit_steps"):
+        PowerLawConfig(max_fit_steps=0)
+
+
+# ----- deep-kernel GP -------------------------------------------------------------------------
+
+
+def saturating_observations(n_trials: int, max_t: int, seed: int, lengths=None) -> tuple[Observations, np.ndarray]:
+    rng = np.random.RandomState(seed)
+    x = rng.rand(n_trials, 2)
+    a = 0.6 + 0.3 * x[:, 0]
+    b = 0.3 + 0.2 * x[:, 1]
+    c = 0.4 + 0.6 * x[:, 0]
+    t = np.arange(1, max_t + 1)
+    curves = a[:, None] - b[:, None] * t[None, :] ** (-c[:, None]) + 0.01 * rng.randn(n_trials, max_t)
+    obs = Observations(max_t=max_t, do_minimize=False)
+    lengths = rng.randint(1, max_t, size=n_trials) if lengths is None else lengths
+    for tid in range(n_trials):
+        obs.add_trial(tid, {}, x[tid])
+        for e in range(1, lengths[tid] + 1):
+            obs.add_result(tid, e, curves[tid, e - 1])
+    return obs, curves
+
+
+def normalised(obs: Observations, transform: ScoreTransform):
+    raw = obs.training_data()
+    return replace(raw, y=transform(raw.y), curves=transform.curves(raw.curves), version=(raw.version, transform.version))
+
+
+def candidates_of(obs: Observations, transform: ScoreTransform, new_x: np.ndarray) -> Candidates:
+    records = [r for r in obs.trials.values() if r.last_epoch < obs.max_t]
+    x = np.concatenate([np.stack([r.encoded for r in records]), new_x])
+    budget = np.array([r.last_epoch + 1 for r in records] + [1] * len(new_x))
+    curves = np.concatenate([transform.curves(obs.curves(records)), np.full((len(new_x), obs.max_t), np.nan)])
+    return Candidates(x, budget, curves, [r.trial_id for r in records] + [None] * len(new_x), [{}] * len(budget))
+
+
+@pytest.fixture
+def fitted_gp():
+    obs, curves = saturating_observations(25, 8, seed=0)
+    transform = ScoreTransform()
+    transform.fit(obs.all_scores())
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=30))
+    gp.fit(normalised(obs, transform), from_scratch=True, seed=0)
+    return gp, obs, curves, transform
+
+
+def test_negative_mll_and_gradients_equal_gpytorch(fitted_gp):
+    gp = fitted_gp[0]
+    model = gp._model
+    model.train()
+    gp._likelihood.train()
+    inputs, targets = model.train_inputs[0], model.train_targets
+    params = list(model.parameters())
+    with gpytorch.settings.max_cholesky_size(100_000):
+        reference = -gpytorch.mlls.ExactMarginalLogLikelihood(gp._likelihood, model)(model(inputs), targets)
+    ref_grads = torch.autograd.grad(reference, params)
+    value = negative_mll(model, inputs, targets)
+    grads = torch.autograd.grad(value, params)
+    assert float(value.detach()) == pytest.approx(float(reference.detach()), rel=1e-9)
+    for g, r in zip(grads, ref_grads):
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("group", [1, 32])
+def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(fitted_gp, monkeypatch, group):
+    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+
+    monkeypatch.setattr(dkgp, "_SAME_LENGTH_GROUP", group)  # 1: every length its own group
+    gp, obs, curves, transform = fitted_gp
+    rng = np.random.RandomState(1)
+    pool = rng.rand(40, 2)
+    for step in range(6):
+        # each decision scores the paused trials and a different sample of the pool: cached
+        # entries then lag by different numbers of rows
+        cands = candidates_of(obs, transform, pool[rng.choice(40, size=12, replace=False)])
+        mean, std = gp.predict(cands, cands.budget)
+        fresh = DeepKernelGP(gp.config)
+        fresh.__dict__.update({k: v for k, v in gp.__dict__.items() if k != "_posterior"})
+        fresh._posterior = None
+        ref_mean, ref_std = fresh.predict(cands, cands.budget)  # refactorised, nothing cached
+        np.testing.assert_allclose(mean, ref_mean, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(std, ref_std, rtol=1e-6, atol=1e-8)
+        gp_mean, gp_std = gpytorch_posterior(gp, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+        np.testing.assert_allclose(mean, gp_mean, atol=1e-6)
+        np.testing.assert_allclose(std, gp_std, rtol=1e-4, atol=1e-6)
+        for tid in rng.choice(25, size=1 + step % 3, replace=False):
+            e = obs.trials[tid].last_epoch + 1
+            if e <= obs.max_t:
+                obs.add_result(tid, e, curves[tid, e - 1])
+        gp.condition(normalised(obs, transform))
+    assert gp._posterior.size == len(obs.training_data())  # extended all along, never refactorised
+    assert len(gp._posterior.keys) > 12
+
+
+def test_misfit_errors_are_standardised_one_step_ahead_errors(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    gp.config.predict_noisy = True
+    cands = candidates_of(obs, transform, np.zeros((0, 2)))
+    gp.predict(cands, cands.budget)
+    expected = []
+    for tid in (0, 5, 9):
+        e = obs.trials[tid].last_epoch + 1
+        record = obs.trials[tid]
+        one = Candidates(record.encoded[None], np.array([e]), transform.curves(obs.curves([record])), [tid], [{}])
+        mean, std = gp.predict(one, one.budget)  # noisy predictive of the next observation
+        obs.add_result(tid, e, curves[tid, e - 1])
+        expected.append((transform(np.array([curves[tid, e - 1]]))[0] - mean[0]) / std[0])
+        gp.condition(normalised(obs, transform))
+    np.testing.assert_allclose(gp.misfit(), expected, rtol=1e-5, atol=1e-8)
+    gp.fit(normalised(obs, transform), from_scratch=False, seed=3)
+    assert len(gp.misfit()) == 0  # training starts the count again
+
+
+def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_otherwise_gpytorchs(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    n = len(obs.training_data())
+    cands = candidates_of(obs, transform, np.random.RandomState(2).rand(10, 2))
+    full = gp.predict(cands, cands.budget)
+    covering = DeepKernelGP(replace(gp.config, max_condition_points=n))
+    covering.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
+    covering._posterior = None
+    for a, b in zip(full, covering.predict(cands, cands.budget)):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    bounded = DeepKernelGP(replace(gp.config, max_condition_points=30))
+    bounded.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
+    bounded._posterior = None
+    mean, std = bounded.predict(cands, cands.budget)
+    rows = bounded.conditioning_rows()
+    assert len(rows) == 30 and np.all(np.diff(rows) > 0)
+    data = obs.training_data()
+    latest = {}
+    for i, x in enumerate(data.x):
+        latest[x.tobytes()] = i
+    assert set(latest.values()) <= set(rows)  # every configuration's latest row is kept
+    ref_mean, ref_std = gpytorch_posterior(bounded, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
+    assert not np.allclose(mean, full[0], atol=1e-6)  # rows were left out
+    # appended rows extend the bounded set until it outgrows the bound by a quarter
+    for tid in range(25):
+        e = obs.trials[tid].last_epoch + 1
+        if e <= obs.max_t:
+            obs.add_result(tid, e, curves[tid, e - 1])
+            bounded.condition(normalised(obs, transform))
+            assert bounded._posterior.size <= 30 + 30 // 4
+    with pytest.raises(ValueError, match="max_condition_points"):
+        DeepKernelGPConfig(max_condition_points=0)
+
+
+def test_deep_kernel_gp_dill_round_trip_predicts_the_same(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    cands = candidates_of(obs, transform, np.random.RandomState(3).rand(5, 2))
+    before = gp.predict(cands, cands.budget)
+    blob = dill.dumps(gp)
+    clone = dill.loads(blob)
+    assert clone._posterior is None and gp._posterior is not None  # the cache is not pickled
+    for a, b in zip(before, clone.predict(cands, cands.budget)):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+    obs.add_result(0, obs.trials[0].last_epoch + 1, curves[0, obs.trials[0].last_epoch])
+    for surrogate in (gp, clone):
+        surrogate.condition(normalised(obs, transform))
+    for a, b in zip(gp.predict(cands, cands.budget), clone.predict(cands, cands.budget)):
+        np.testing.assert_allclose(a, b, atol=1e-10)
+
+
+# ----- fit schedule on evidence of misfit -----------------------------------------------------
+
+
+def test_misfit_sign_test():
+    assert misfit_p_value(np.zeros(0)) == 1.0
+    assert misfit_p_value(np.zeros(10)) == 1.0
+    assert misfit_p_value(np.full(7, 3.0)) == pytest.approx(0.5**7)
+    # a few huge errors among well-predicted rows are no evidence (a chi-square test would fire)
+    errors = np.concatenate([np.full(3, 30.0), np.full(27, 0.1)])
+    assert misfit_p_value(errors) > 0.5
+    assert misfit_p_value(np.full(40, 1.5)) < 1e-9
+    exceed = np.r_[np.full(20, 1.0), np.full(10, 0.1)]
+    assert misfit_p_value(exceed) == pytest.approx(sum(math.comb(30, k) for k in range(20, 31)) / 2**30)
+
+
+class RecordingSurrogate:
+    def __init__(self):
+        self.calls = []
+        self.errors = np.zeros(0)
+
+    def fit(self, data, from_scratch, seed):
+        self.calls.append("scratch" if from_scratch else "refine")
+        self.errors = np.zeros(0)
+
+    def condition(self, data):
+        self.calls.append("condition")
+
+    def misfit(self):
+        return self.errors
+
+    def predict(self, candidates, budget):
+        return np.zeros(len(candidates)), np.ones(len(candidates))
+
+
+def test_policy_refines_on_evidence_of_misfit_and_at_the_latest_on_the_clock():
+    surrogate = RecordingSurrogate()
+    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
+                             FitSchedule(refine_every=5, refine_on_misfit=0.01))
+    obs = Observations(max_t=50, do_minimize=False)
+    obs.add_trial(0, {}, np.zeros(1))
+    epoch = 0
+
+    def observe():
+        nonlocal epoch
+        epoch += 1
+        obs.add_result(0, epoch, 1.0)  # constant: the transform never gets outdated
+        policy.fit(obs, seed=0)
+        return surrogate.calls[-1]
+
+    assert observe() == "scratch"
+    surrogate.calls.clear()
+    assert [observe() for _ in range(5)] == ["condition"] * 4 + ["refine"]  # the clock
+    surrogate.calls.clear()
+    surrogate.errors = np.full(8, 3.0)  # the model keeps missing: refined at once
+    assert observe() == "refine" and surrogate.calls == ["condition", "refine"]
+    assert policy.num_misfit_refines == 1
+    clock = SurrogatePolicy(RecordingSurrogate(), MultiFidelityLogEI.from_observations, FitSchedule(refine_every=5))
+    assert clock.schedule.refine_on_misfit is None  # the default: the clock only
+    with pytest.raises(ValueError, match="refine_on_misfit"):
+        FitSchedule(refine_every=1, refine_on_misfit=1.5)
+
+
+def test_torch_threads_restores_the_setting():
+    before = torch.get_num_threads()
+    with torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with torch_threads(None):
+        assert torch.get_num_threads() == before
+
+
+# ----- vectorised sampling and encoding == config by config ----------------------------------
+
+SPACE = {
+    "a": uniform(0, 1), "b": loguniform(1e-4, 1), "c": randint(1, 100), "d": lograndint(1, 1000),
+    "e": choice(["x", "y", "z"]), "f": ordinal([1, 2, 4, 8]), "g": finrange(0.1, 0.9, 5),
+    "h": logfinrange(1, 64, 7), "k": 42, "m": choice([1.5, 2.5, 3.0]), "n": uniform(2.0, 2.0),
+}
+
+
+def reference_encode(encoder: ConfigEncoder, config: dict) -> np.ndarray:
+    """One value at a time, as the encoder used to compute it (math.log, min/max)."""
+    out, pos = np.zeros(encoder.dim), 0
+    for name, kind, enc in encoder._encoders:
+        value = config[name]
+        if kind == "numerical":
+            x = math.log(value) if enc.log else float(value)
+            span = enc.upper - enc.lower
+            out[pos] = 0.5 if span <= 0 else min(max((x - enc.lower) / span, 0.0), 1.0)
+            pos += 1
+        else:
+            idx = next(i for i, c in enumerate(enc) if c == value or str(c) == str(value))
+            if kind == "ordinal":
+                out[pos] = idx / max(len(enc) - 1, 1)
+                pos += 1
+            else:
+                out[pos + idx] = 1.0
+                pos += len(enc)
+    return out
+
+
+def test_vectorised_sampling_and_encoding_equal_config_by_config():
+    encoder = ConfigEncoder(SPACE)
+    configs = encoder.sample(np.random.RandomState(0), 200)
+    rng = np.random.RandomState(0)
+    columns = {name: SPACE[name].sample(spec=None, size=200, random_state=rng) for name in encoder.hp_names}
+    expected = [encoder.complete({name: to_native(columns[name][i]) for name in encoder.hp_names}) for i in range(200)]
+    assert configs == expected
+    assert [list(c) for c in configs] == [list(c) for c in expected]  # same key order
+    assert [[type(v) for v in c.values()] for c in configs] == [[type(v) for v in c.values()] for c in expected]
+    encoded = encoder.encode_many(configs)
+    np.testing.assert_allclose(encoded, np.stack([reference_encode(encoder, c) for c in configs]), rtol=0, atol=1e-15)
+    np.testing.assert_array_equal(encoder.encode(configs[3]), encoded[3])
+    one = encoder.sample(np.random.RandomState(5), 1)
+    assert len(one) == 1 and set(one[0]) == set(SPACE)
+    # values of another type than the categories' are still matched (by their string)
+    np.testing.assert_array_equal(encoder.encode({**configs[0], "f": "4"}), encoder.encode({**configs[0], "f": 4}))
+    with pytest.raises(Exception, match="lacks hyperparameter 'c'"):
+        encoder.encode_many([configs[0], {k: v for k, v in configs[1].items() if k != "c"}])
+
+
+# ----- same seed, same decisions --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
+def test_same_seed_same_decisions_on_the_fast_paths(method):
+    from benchmarks.latency import drive
+
+    torch.manual_seed(123)  # the schedulers must not depend on the global torch seed
+    first = _decisions(method, drive)
+    torch.manual_seed(456)
+    assert _decisions(method, drive) == first
+
+
+def _decisions(method, drive):
+    import benchmarks.latency as latency
+
+    seen = []
+    original = latency.make_scheduler
+
+    def recording(*args, **kwargs):
+        scheduler = original(*args, **kwargs)
+        suggest = scheduler.suggest
+
+        def wrapped():
+            suggestion = suggest()
+            seen.append(None if suggestion is None else (suggestion.spawn_new_trial_id, suggestion.checkpoint_trial_id,
+                                                         tuple(sorted((suggestion.config or {}).items()))))
+            return suggestion
+
+        scheduler.suggest = wrapped
+        return scheduler
+
+    latency.make_scheduler = recording
+    try:
+        drive(method, 60, max_t=6, seed=3)
+    finally:
+        latency.make_scheduler = original
+    return seen
+
+
+def test_rows_never_scored_as_candidates_extend_the_factor_by_a_solve(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    new = Candidates(np.random.RandomState(4).rand(6, 2), np.ones(6, dtype=int), np.full((6, obs.max_t), np.nan),
+                     [None] * 6, [{}] * 6)
+    gp.predict(new, new.budget)  # only new configurations: no paused trial's input is cached
+    size = gp._posterior.size
+    for tid in (1, 2, 3):
+        e = obs.trials[tid].last_epoch + 1
+        obs.add_result(tid, e, curves[tid, e - 1])
+    gp.condition(normalised(obs, transform))
+    assert gp._posterior.size == size + 3 and len(gp.misfit()) == 3
+    cands = candidates_of(obs, transform, new.x)
+    mean, std = gp.predict(cands, cands.budget)
+    ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
