@@ -95,7 +95,7 @@ def _multi_fidelity(class_name: str, sampling: str) -> MethodFactory:
 SEGMENT_END_ATTR = "freeze_thaw_segment_end"
 
 
-def _ours(class_name: str, variant: str = "default") -> MethodFactory:
+def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
     """DyHPO or DeepPowerLaw with the table as ``candidate_configs`` and exact segments
     (:data:`SEGMENT_END_ATTR`); ``variant``: "default", "paper" (the authors' surrogate
     training: slow) or "sh" (successive-halving promotions mixed in with probability 0.25, as
@@ -105,7 +105,7 @@ def _ours(class_name: str, variant: str = "default") -> MethodFactory:
         import syne_dyhpo
         from syne_dyhpo.methods import deep_power_law, dyhpo
 
-        kwargs = {}
+        kwargs = dict(options)
         if variant == "paper":
             method, surrogate_config = {
                 "DyHPO": (dyhpo, syne_dyhpo.DeepKernelGPConfig),
@@ -136,6 +136,9 @@ register_method("DyHPO-paper", _ours("DyHPO", "paper"))
 register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 register_method("DyHPO-SH", _ours("DyHPO", "sh"))
 register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
+register_method("DyHPO-no-completion", _ours("DyHPO", complete_incumbent=False))
+register_method("DeepPowerLaw-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
+register_method("DyHPO-believer", _ours("DyHPO", condition_on_running=True))
 
 
 class TimedScheduler(TrialScheduler):

@@ -159,12 +159,17 @@ def test_late_nan_after_pause_marks_the_trial_diverged_and_it_is_never_resumed()
     s, trial = _paused_trial()
     assert s.on_trial_result(trial, {"epoch": 2, "loss": float("nan")}) == D.STOP
     assert s.trial_status(0) is TrialStatus.DIVERGED
+    trials = {0: trial}
     for _ in range(20):
         sug = s.suggest()
         assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
-        t = make_trial(len(s.observations.trials), sug.config)
-        s.on_trial_add(t)
-        s.on_trial_result(t, {"epoch": 1, "loss": 0.9})
+        if sug.spawn_new_trial_id:
+            t = trials[len(trials)] = make_trial(len(trials), sug.config)
+            s.on_trial_add(t)
+        else:
+            t = trials[sug.checkpoint_trial_id]
+        epoch = s.observations.trials[t.trial_id].last_epoch + 1
+        s.on_trial_result(t, {"epoch": epoch, "loss": 0.9})
         s.on_trial_remove(t)
 
 

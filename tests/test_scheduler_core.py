@@ -48,6 +48,8 @@ def make(prefer, **kw):
     kw.setdefault("max_t", 5)
     kw.setdefault("num_initial_random", 1)
     kw.setdefault("candidate_configs", TABLE)
+    # decisions of the policy alone; the completion rule is tested on its own below
+    kw.setdefault("complete_incumbent", False)
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
                                random_seed=0, **kw)
 
@@ -422,3 +424,62 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
                 np.testing.assert_allclose(row[: len(scores)], s.policy.transform(scores), atol=1e-9)
                 checked += 1
     assert checked > 20
+
+# ----- incumbent completion ------------------------------------------------------------------
+
+
+def _report_first_epochs(s, losses):
+    trials = []
+    for i, loss in enumerate(losses):
+        trials.append(start(s, i))
+        assert report(s, trials[i], 1, loss) == D.PAUSE
+        s.on_trial_remove(trials[i])
+    return trials
+
+
+def test_incumbent_is_trained_to_max_t_once_enough_configs_were_seen():
+    # the policy always prefers new configurations: only the completion rule resumes a trial
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=3)
+    trials = _report_first_epochs(s, [0.5, 0.2, 0.9])  # trial 1 holds the best score
+    sug = s.suggest()
+    assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 1
+    assert report(s, trials[1], 2, 0.15) == D.CONTINUE  # still the incumbent: it goes on
+    assert report(s, trials[1], 3, 0.3) == D.CONTINUE  # worse now, but it holds the best score
+    assert report(s, trials[1], 4, 0.1) == D.STOP  # trained to max_t
+    s.on_trial_remove(trials[1])
+    assert s.suggest().spawn_new_trial_id  # a finished incumbent: back to the policy
+    assert s.metadata()["num_completions"] == 3
+
+
+def test_no_completion_before_enough_configs_or_when_switched_off():
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=4)
+    _report_first_epochs(s, [0.5, 0.2, 0.9])  # only 3 configurations seen
+    assert s.suggest().spawn_new_trial_id
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=False)
+    _report_first_epochs(s, [0.5, 0.2, 0.9, 0.8, 0.7])
+    assert s.suggest().spawn_new_trial_id
+
+
+def test_completion_is_on_by_default_and_its_arguments_are_checked():
+    s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
+    assert s.metadata()["complete_incumbent"] is True and s.metadata()["complete_incumbent_after"] == 9
+    for value in (0, 2.5, True, "9"):
+        with pytest.raises(ValueError, match="complete_incumbent_after must be an integer >= 1"):
+            make(lambda tid, c: 0.0, complete_incumbent_after=value)
+    with pytest.raises(ValueError, match="complete_incumbent must be True or False, got 'yes'"):
+        make(lambda tid, c: 0.0, complete_incumbent="yes")
+
+
+def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes_on():
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2)
+    t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
+    assert report(s, t1, 1, 0.1) == D.PAUSE  # one configuration seen: the policy decides
+    s.on_trial_remove(t1)
+    assert s.suggest().spawn_new_trial_id
+    assert report(s, t2, 1, 0.5) == D.PAUSE  # two seen: the paused leader t1 is next
+    s.on_trial_remove(t2)
+    assert s.suggest().checkpoint_trial_id == 1
+    # t0 takes the lead while t1 runs: t0 goes on, t1 is left to the policy when it reports
+    assert report(s, t0, 1, 0.05) == D.CONTINUE
+    assert report(s, t1, 2, 0.2) == D.PAUSE
+    assert s.metadata()["num_completions"] == 2

@@ -153,6 +153,49 @@ def test_deep_kernel_gp_posterior_matches_gpytorch():
     assert gp._posterior.size == len(norm.data())  # extended, not refactorised
 
 
+def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer():
+    """Conditioning on pending results (running trials) equals adding them as training rows
+    whose targets are the predicted means: same means, the exact smaller variances."""
+    import torch
+
+    rng = np.random.RandomState(4)
+    x, curves = saturating_curves(rng, 24, 10)
+    obs = Observations(max_t=10, do_minimize=False)
+    for tid in range(24):
+        obs.add_trial(tid, {}, x[tid])
+        for e in range(1, 1 + tid % 5 + 1):
+            obs.add_result(tid, e, curves[tid, e - 1])
+    norm = Normalised(obs)
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=40))
+    gp.fit(norm.data(), from_scratch=True, seed=0)
+    records = list(obs.trials.values())
+    budget = np.array([r.last_epoch + 1 for r in records])
+    cands = Candidates(x, budget, norm.curves(records), list(range(24)), [{}] * 24)
+    pending = Candidates(x[:3], budget[:3], norm.curves(records[:3]), [0, 1, 2], [{}] * 3)
+    mean, std = gp.predict(cands, budget)
+    mean_kb, std_kb = gp.predict(cands, budget, pending=pending, pending_budget=budget[:3])
+    np.testing.assert_allclose(mean_kb, mean, atol=1e-9)
+    assert np.all(std_kb <= std + 1e-12) and np.all(std_kb[:3] < std[:3])
+    # reference: gpytorch's posterior with the pending inputs appended to the conditioning rows,
+    # their targets the predicted latent means
+    from syne_dyhpo.surrogates.deep_kernel_gp import _Settings, model_inputs
+
+    model, likelihood = gp._model, gp._likelihood
+    rows = gp.conditioning_rows()
+    inputs = model_inputs(cands.x, budget, cands.curves, 10)
+    model.set_train_data(gp._inputs[rows], gp._targets[rows], strict=False)
+    model.eval()
+    likelihood.eval()
+    with torch.no_grad(), _Settings():
+        latent_mean = model(inputs[:3]).mean
+        model.set_train_data(
+            torch.cat([gp._inputs[rows], inputs[:3]]), torch.cat([gp._targets[rows], latent_mean]), strict=False
+        )
+        reference = likelihood(model(inputs))
+    np.testing.assert_allclose(mean_kb, reference.mean.numpy(), atol=1e-5)
+    np.testing.assert_allclose(std_kb, reference.variance.sqrt().numpy(), rtol=1e-4, atol=1e-6)
+
+
 def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
     from linear_operator.utils.errors import NotPSDError
 

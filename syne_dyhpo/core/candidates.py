@@ -56,7 +56,7 @@ def make_candidates(
     n_new = len(new_configs)
     d = new_x.shape[1]
     x = np.concatenate([np.stack([r.encoded for r in records]) if records else np.zeros((0, d)), new_x])
-    budget = np.array([segment_end(r) for r in records] + [segment_end(None)] * n_new, dtype=int)
+    budget = np.array([segment_end(r) for r in records] + ([segment_end(None)] * n_new if n_new else []), dtype=int)
     curves = np.concatenate([observations.curves(records), np.full((n_new, observations.max_t), np.nan)])
     return Candidates(
         x=x,

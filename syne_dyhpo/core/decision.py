@@ -64,7 +64,16 @@ class DecisionMaker:
     :param sh_probability: probability of trying a successive-halving promotion first
     :param sh_reduction_factor: a promotion resumes a trial in the top ``1 / factor`` of its rung
     :param max_paused_checkpoints: most paused trials kept resumable (None: all)
+    :param complete_incumbent: resume the trial holding the best score first, whenever it may
+        get the next segment (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`)
+    :param complete_incumbent_after: configurations that must have reported their first epoch
+        before the completion starts
     """
+
+    # schedulers pickled before the completion existed load without it
+    complete_incumbent = False
+    complete_incumbent_after = 9
+    num_completions = 0
 
     def __init__(
         self,
@@ -77,6 +86,8 @@ class DecisionMaker:
         sh_probability: float = 0.0,
         sh_reduction_factor: float = 3.0,
         max_paused_checkpoints: int | None = None,
+        complete_incumbent: bool = False,
+        complete_incumbent_after: int = 9,
     ):
         self.policy = policy
         self.observations = observations
@@ -87,6 +98,9 @@ class DecisionMaker:
         self.sh_probability = sh_probability
         self.sh_reduction_factor = sh_reduction_factor
         self.max_paused_checkpoints = max_paused_checkpoints
+        self.complete_incumbent = complete_incumbent
+        self.complete_incumbent_after = complete_incumbent_after
+        self.num_completions = 0
         self.num_decisions = 0
         self.num_fallbacks = 0
         self.num_sh_promotions = 0
@@ -97,6 +111,7 @@ class DecisionMaker:
         new_configs: list[dict[str, Any]],
         new_x: np.ndarray,
         num_started: int,
+        running: list[TrialRecord] = (),
     ) -> Decision | None:
         """
         :param records: trials that may get the next segment: paused ones, then the reporting
@@ -104,6 +119,7 @@ class DecisionMaker:
         :param new_configs: new configurations on offer
         :param new_x: their encodings
         :param num_started: trials started so far, including starts already decided
+        :param running: trials training on other workers now (their next results are pending)
         :return: the decision, or None if there is nothing to choose from
         """
         if not records and not new_configs:
@@ -115,12 +131,16 @@ class DecisionMaker:
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
             return Decision.resume(records[self.rng.randint(len(records))].trial_id)
+        champion = self._champion(records) if self.complete_incumbent else None
+        if champion is not None:
+            self.num_completions += 1
+            return Decision.resume(champion.trial_id)
         if self.sh_probability > 0 and self.rng.uniform() < self.sh_probability:
             promoted = self._sh_promotion(records)
             if promoted is not None:
                 self.num_sh_promotions += 1
                 return Decision.resume(promoted.trial_id)
-        values = self._acquisition_values(records, new_configs, new_x)
+        values = self._acquisition_values(records, new_configs, new_x, running)
         best = np.flatnonzero(values == values.max())
         i = int(best[0] if len(best) == 1 else self.rng.choice(best))
         winner = records[i] if i < len(records) else None
@@ -130,7 +150,11 @@ class DecisionMaker:
         return Decision.start(new_configs[i - len(records)], retire=retire)
 
     def _acquisition_values(
-        self, records: list[TrialRecord], new_configs: list[dict[str, Any]], new_x: np.ndarray
+        self,
+        records: list[TrialRecord],
+        new_configs: list[dict[str, Any]],
+        new_x: np.ndarray,
+        running: list[TrialRecord] = (),
     ) -> np.ndarray:
         """Fits the policy, then scores the candidates with it; on any failure of the model a
         uniformly random score (a decision must be made), and the next fit is from scratch."""
@@ -142,6 +166,12 @@ class DecisionMaker:
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
             return self._fallback(err, num)
         candidates = make_candidates(records, new_configs, new_x, self.observations, self.segment_end)
+        if running and getattr(model, "condition_on_pending", False):
+            # their next results are on their way: the model conditions on them (each at the
+            # epoch its current segment ends)
+            model.pending = make_candidates(
+                list(running), [], np.zeros((0, new_x.shape[1])), self.observations, lambda r: r.segment_end
+            )
         try:
             values = np.asarray(self.policy.score(model, candidates, self.observations), dtype=float)
             if values.shape != (num,) or np.any(np.isnan(values)):
@@ -157,6 +187,22 @@ class DecisionMaker:
         self.policy.reset()
         logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
         return self.rng.uniform(size=num)
+
+    def _champion(self, records: list[TrialRecord]) -> TrialRecord | None:
+        """The trial holding the best score seen so far, if it may get the next segment and has
+        not reached ``max_t``, once at least ``complete_incumbent_after`` configurations
+        reported their first epoch (a leader among several, not the first configuration
+        tried); else None."""
+        if len(self.observations.scores_at(1)) < self.complete_incumbent_after:
+            return None
+        best = self.observations.best_score()
+        if not np.isfinite(best):
+            return None
+        for record in records:
+            scores = np.asarray(record.scores, dtype=float)
+            if len(scores) and np.max(np.where(np.isfinite(scores), scores, -np.inf)) >= best:
+                return record if record.last_epoch < self.observations.max_t else None
+        return None
 
     def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:
         """Successive halving with a rung at every epoch: among ``records``, the one at the
@@ -191,4 +237,5 @@ class DecisionMaker:
             "num_decisions": self.num_decisions,
             "num_fallbacks": self.num_fallbacks,
             "num_sh_promotions": self.num_sh_promotions,
+            "num_completions": self.num_completions,
         }

@@ -95,14 +95,24 @@ class FittedModel:
     :param transform: the outcome transform of its training data
     """
 
-    def __init__(self, surrogate: Surrogate, transform: ScoreTransform):
+    def __init__(self, surrogate: Surrogate, transform: ScoreTransform, condition_on_pending: bool = False):
         self.surrogate = surrogate
         self.transform = transform
+        self.condition_on_pending = condition_on_pending
+        #: running trials at the epoch their current segment ends: results on their way
+        self.pending: Candidates | None = None
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score of each candidate at
-        ``budget``; the candidates' raw curves are normalised like the training rows were."""
+        ``budget``; the candidates' raw curves are normalised like the training rows were.
+        With ``condition_on_pending``, the posterior is also conditioned on the :attr:`pending`
+        results as if each had come out at its predicted mean (kriging believer): means are
+        unchanged, and candidates correlated with a running trial are less uncertain, so that
+        free workers do not all chase what a running trial is already finding out."""
         normalised = replace(candidates, curves=self.transform.curves(candidates.curves))
+        if self.condition_on_pending and self.pending is not None and len(self.pending):
+            pending = replace(self.pending, curves=self.transform.curves(self.pending.curves))
+            return self.surrogate.predict(normalised, budget, pending=pending, pending_budget=pending.budget)
         return self.surrogate.predict(normalised, budget)
 
 
@@ -121,6 +131,8 @@ class SurrogatePolicy:
     :param num_threads: torch threads while fitting and scoring (restored after). Defaults to
         1: the models are small, and extra threads mostly spin, which on a busy machine costs
         several times the work itself. None: leave torch's setting alone
+    :param condition_on_pending: condition predictions on the running trials' pending results
+        (see :class:`FittedModel`; needs a surrogate whose ``predict`` takes ``pending``)
     """
 
     def __init__(
@@ -130,7 +142,9 @@ class SurrogatePolicy:
         schedule: FitSchedule,
         min_observations: int = 2,
         num_threads: int | None = 1,
+        condition_on_pending: bool = False,
     ):
+        self.condition_on_pending = condition_on_pending
         self.surrogate = surrogate
         self.acquisition = acquisition
         self.schedule = schedule
@@ -166,7 +180,7 @@ class SurrogatePolicy:
         says, and returns it bound to its outcome transform."""
         n = observations.num_observations
         if n == self._size_at_fit and self._size_at_full_fit > 0:
-            return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
+            return FittedModel(self.surrogate, self.transform, self.condition_on_pending)  # nothing new since the last fit
         self._size_at_fit = n
         with torch_threads(self.num_threads):
             if self._from_scratch_due(observations):
@@ -174,7 +188,7 @@ class SurrogatePolicy:
                 self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
                 self._size_at_full_fit = self._size_at_refine = n
                 self.num_full_fits += 1
-                return FittedModel(self.surrogate, self.transform)
+                return FittedModel(self.surrogate, self.transform, self.condition_on_pending)
             data = self._training_data(observations)
             refine, conditioned = n - self._size_at_refine >= self.schedule.refine_every, False
             if not refine and self.schedule.refine_on_misfit is not None and hasattr(self.surrogate, "misfit"):
@@ -187,7 +201,7 @@ class SurrogatePolicy:
                 self.num_refines += 1
             elif not conditioned:
                 self.surrogate.condition(data)
-        return FittedModel(self.surrogate, self.transform)
+        return FittedModel(self.surrogate, self.transform, self.condition_on_pending)
 
     def score(self, model: FittedModel, candidates: Candidates, observations: Observations) -> np.ndarray:
         """The acquisition value of each candidate (higher is better)."""

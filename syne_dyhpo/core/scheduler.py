@@ -101,6 +101,17 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         random or model-based choice (each must be complete and, with ``candidate_configs``,
         one of them). As in Syne Tune 0.16's searchers, None means none (0.16 no longer
         starts from the space's default configuration)
+    :param complete_incumbent: give the next segment to the trial holding the best score
+        seen so far whenever it is paused (or reporting) below ``max_t``, before consulting
+        the surrogate (not in the papers). An acquisition that compares candidates at their
+        next segment, or at ``max_t`` through an extrapolation, keeps trading the leader's
+        next epoch for fresh configurations whose first epoch looks as promising; on the
+        development TaskSet tasks, DyHPO and DeepPowerLaw then trained few or no
+        configurations to ``max_t`` (the best fully trained configuration is what a user
+        deploys). Measured in ``benchmarks/RESULTS.md``. Defaults to True; False is the papers
+    :param complete_incumbent_after: the completion starts once this many configurations
+        reported their first epoch, so that the leader leads among several. Defaults to 9
+        (two rungs of successive halving with reduction factor 3)
     """
 
     def __init__(
@@ -122,6 +133,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         sh_reduction_factor: float = 3.0,
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
+        complete_incumbent: bool = True,
+        complete_incumbent_after: int = 9,
     ):
         if random_seed is not None and (isinstance(random_seed, bool) or int(random_seed) != random_seed):
             raise ValueError(f"random_seed must be an integer or None, got {random_seed!r}")
@@ -142,6 +155,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
         if not 0.0 <= sh_probability <= 1.0:
             raise ValueError(f"sh_probability must be in [0, 1], got {sh_probability}")
+        if not isinstance(complete_incumbent, bool):
+            raise ValueError(f"complete_incumbent must be True or False, got {complete_incumbent!r}")
+        if isinstance(complete_incumbent_after, bool) or not (
+            isinstance(complete_incumbent_after, (int, np.integer)) and complete_incumbent_after >= 1
+        ):
+            raise ValueError(f"complete_incumbent_after must be an integer >= 1, got {complete_incumbent_after!r}")
         if not sh_reduction_factor > 1.0:
             raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
@@ -175,6 +194,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             sh_probability=float(sh_probability),
             sh_reduction_factor=float(sh_reduction_factor),
             max_paused_checkpoints=max_paused_checkpoints,
+            complete_incumbent=complete_incumbent,
+            complete_incumbent_after=int(complete_incumbent_after),
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -283,6 +304,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "random_seed": int(self.random_seed),
             "sh_probability": self._decider.sh_probability,
             "sh_reduction_factor": self._decider.sh_reduction_factor,
+            "complete_incumbent": self._decider.complete_incumbent,
+            "complete_incumbent_after": self._decider.complete_incumbent_after,
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
@@ -355,7 +378,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if point is not None:
             return Decision.start(point)
         num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
-        decision = self._decider.decide(records, new_configs, new_x, num_started)
+        running = [r for r in self._obs.with_status(TrialStatus.RUNNING) if r is not reporting]
+        decision = self._decider.decide(records, new_configs, new_x, num_started, running=running)
         for trial_id in () if decision is None else decision.retire:
             self._lifecycle.retire(self._obs.trials[trial_id])
             self._checkpoints_to_delete.append(trial_id)

@@ -89,6 +89,12 @@ class DyHPO(FreezeThawScheduler):
     :param fit_schedule: when the GP is refitted from scratch / refined / only conditioned on
         new data. Defaults to :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the
         authors'
+    :param condition_on_running: with several workers, condition the GP's predictions on the
+        results the running trials will report at the end of their segments, as if each came
+        out at its predicted mean (the kriging believer of asynchronous BO; not in the paper,
+        whose experiments use one worker): means are unchanged, candidates correlated with a
+        running trial become less uncertain, so free workers spread out instead of chasing
+        what a running trial is already finding out. Defaults to False (the paper)
     """
 
     def __init__(
@@ -97,11 +103,15 @@ class DyHPO(FreezeThawScheduler):
         metric: str,
         surrogate_config: DeepKernelGPConfig | None = None,
         fit_schedule: FitSchedule | None = None,
+        condition_on_running: bool = False,
         **kwargs: Any,
     ):
+        if not isinstance(condition_on_running, bool):
+            raise ValueError(f"condition_on_running must be True or False, got {condition_on_running!r}")
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
             acquisition=MultiFidelityLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
+            condition_on_pending=condition_on_running,
         )
         super().__init__(config_space, metric, policy, **kwargs)

@@ -403,15 +403,32 @@ class DeepKernelGP:
             logger.warning(f"Deep-kernel GP conditioning failed ({type(err).__name__}); refactorising at prediction")
             self._posterior = None  # predict() recovers (restores the last good weights if needed)
 
-    def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(
+        self,
+        candidates: Candidates,
+        budget: np.ndarray,
+        pending: Candidates | None = None,
+        pending_budget: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior predictive at the candidates' budgets.
+
+        :param pending: inputs whose observations are on their way (running trials at their
+            next budget): the posterior is conditioned on them as if each had returned its
+            predicted mean (the kriging believer of asynchronous BO), which leaves the mean
+            unchanged and shrinks the variance of candidates correlated with them
+        :param pending_budget: budgets of the pending inputs
+        """
         inputs = model_inputs(candidates.x, budget, candidates.curves, self._max_t)
+        pending_inputs = None
+        if pending is not None and len(pending):
+            pending_inputs = model_inputs(pending.x, pending_budget, pending.curves, self._max_t)
         try:
-            return self._predict(inputs)
+            return self._predict(inputs, pending_inputs)
         except _NUMERICAL_ERRORS as err:
             self.num_failures += 1
             logger.warning(f"Deep-kernel GP prediction failed ({type(err).__name__}); restoring last good weights")
             self._load_state(self._good_state)
-            return self._predict(inputs)
+            return self._predict(inputs, pending_inputs)
 
     def misfit(self) -> np.ndarray:
         """Standardised one-step-ahead prediction errors of the rows conditioned on since the
@@ -583,26 +600,50 @@ class DeepKernelGP:
             self._errors.append(w_new)
         post.n_seen = self._n
 
-    def _predict(self, inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+    def _predict(self, inputs: torch.Tensor, pending_inputs: torch.Tensor | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Exact GP posterior predictive at ``inputs`` (of an observation, or of the latent
         score if ``predict_noisy`` is False) given the conditioning rows, from the model's
         mean, kernel and likelihood; :func:`gpytorch_posterior` gives the same numbers through
-        gpytorch's generic path (the tests check it)."""
+        gpytorch's generic path (the tests check it). With ``pending_inputs``, also conditioned
+        on their predicted means (see :meth:`predict`)."""
         self._update_posterior()
         post = self._posterior
         with torch.no_grad():
-            vw, vv = self._candidate_moments(post, inputs)
-            mean = self._model.mean_module.constant + vw
+            # one call for candidates and pending inputs: a call may compact the cache, which
+            # keeps only the slots that call uses
+            both = inputs if pending_inputs is None else torch.cat([inputs, pending_inputs])
+            slots = self._candidate_slots(post, both)
+            index = torch.from_numpy(slots[: len(inputs)])
+            mean = self._model.mean_module.constant + post.cand_vw[index]
             # RBF: k(x, x) is the outputscale
-            variance = self._model.covar_module.outputscale - vv
+            variance = self._model.covar_module.outputscale - post.cand_vv[index]
+            if pending_inputs is not None:
+                variance = variance - self._believer_variance_reduction(post, slots[: len(inputs)], slots[len(inputs) :])
             if self.config.predict_noisy:
                 variance = variance + self._likelihood.noise.item()
         return mean.numpy(), variance.clamp_min(1e-12).sqrt().numpy()
 
-    def _candidate_moments(self, post: _Posterior, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """``v^T w`` and ``v^T v`` per candidate, ``v = chol^-1 k(rows, x)`` its whitened
-        cross-covariance: computed for inputs not seen since the last factorisation, extended
-        by the rows appended since for the others (their ``v`` is kept)."""
+    def _believer_variance_reduction(self, post: _Posterior, slots: np.ndarray, pending: np.ndarray) -> torch.Tensor:
+        """How much the latent variance of each candidate (cache ``slots``) shrinks when the
+        posterior is also conditioned on noisy observations at the ``pending`` inputs (any
+        values: a Gaussian posterior's variance does not depend on them): ``c^T S^-1 c`` with
+        ``c`` the posterior covariance of candidate and pending inputs and ``S`` that of the
+        pending observations."""
+        n = post.size
+        cand, pend = torch.from_numpy(slots), torch.from_numpy(pending)
+        v_c, v_p = post.cand_v[cand, :n], post.cand_v[pend, :n]
+        cross = post.kernel(post.cand_z[cand], post.cand_sq[cand], post.cand_z[pend], post.cand_sq[pend]) - v_c @ v_p.T
+        among = post.kernel(post.cand_z[pend], post.cand_sq[pend], post.cand_z[pend], post.cand_sq[pend]) - v_p @ v_p.T
+        among.diagonal().add_(self._likelihood.noise.item())
+        chol = _robust_cholesky(among)
+        whitened = torch.linalg.solve_triangular(chol, cross.T, upper=False)
+        return whitened.square().sum(dim=0)
+
+    def _candidate_slots(self, post: _Posterior, inputs: torch.Tensor) -> np.ndarray:
+        """Cache slots of the inputs, whose ``v = chol^-1 k(rows, x)`` (whitened
+        cross-covariance, with ``v^T w`` and ``v^T v``) is up to date: computed for inputs not
+        seen since the last factorisation, extended by the rows appended since for the others
+        (their ``v`` is kept)."""
         n = post.size
         arr = inputs.numpy()
         keys = [arr[i].tobytes() for i in range(len(arr))]
@@ -623,8 +664,7 @@ class DeepKernelGP:
                 post.keys[key] = first + j
             slots = np.array([post.keys[k] for k in keys], dtype=np.int64)
         self._bring_up_to_date(post, slots)
-        index = torch.from_numpy(slots)
-        return post.cand_vw[index], post.cand_vv[index]
+        return slots
 
     @staticmethod
     def _bring_up_to_date(post: _Posterior, slots: np.ndarray) -> None:
