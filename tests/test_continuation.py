@@ -446,7 +446,7 @@ def test_tuner_process_sigkilled_alone_orphans_and_unsaved_trials(tmp_path, monk
         assert "orphaned job process" in caplog.text
         assert innocent.poll() is None, "an unrelated process with a saved pid was killed"
         # Syne Tune stops the jobs still running at the end with SIGKILL and does not wait for them
-    wait_for(lambda: not processes_using(run.tuner_path), 15, "the continued run's jobs to end")
+        wait_for(lambda: not processes_using(run.tuner_path), 15, "the continued run's jobs to end")
     finally:
         run.cleanup()
         innocent.kill()
