@@ -23,7 +23,7 @@ demo: setup
 test: setup
 	$(BIN)/python -m pytest -q
 
-# Unit tests only (seconds)
+# Unit tests only, without the tests marked slow (about a minute)
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
