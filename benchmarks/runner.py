@@ -97,9 +97,9 @@ SEGMENT_END_ATTR = "freeze_thaw_segment_end"
 
 def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
     """DyHPO or DeepPowerLaw with the table as ``candidate_configs`` and exact segments
-    (:data:`SEGMENT_END_ATTR`); ``variant``: "default", "paper" (the authors' surrogate
-    training: slow) or "sh" (successive-halving promotions mixed in with probability 0.25, as
-    Syne Tune's former DyHPO)."""
+    (:data:`SEGMENT_END_ATTR`); ``variant``: "default", "paper" (the papers' decisions and the
+    authors' surrogate training: slow) or "sh" (successive-halving promotions mixed in with
+    probability 0.25, as Syne Tune's former DyHPO); ``options``: further scheduler arguments."""
 
     def factory(d, cs, configs, seed):
         import syne_dyhpo
@@ -113,6 +113,7 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
             }[class_name]
             kwargs["fit_schedule"] = method.paper_fit_schedule()
             kwargs["surrogate_config"] = surrogate_config()
+            kwargs["complete_incumbent"] = False
         elif variant == "sh":
             kwargs["sh_probability"] = 0.25
         return getattr(syne_dyhpo, class_name)(
