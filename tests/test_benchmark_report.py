@@ -238,3 +238,26 @@ def test_cli_runs_the_grid_per_worker_count(tmp_path):
     # --report-only with one worker count reports only that one
     assert run_benchmarks.main(args + ["--n-workers", "2", "--report-only"]) == 0
     assert list(pd.read_csv(tmp_path / "rep" / "summary.csv")["n_workers"]) == [2]
+
+
+def test_ablation_pairs_runs_by_task_seed_and_workers_and_tests_the_differences():
+    import pandas as pd
+
+    from benchmarks.ablation import paired_table
+
+    rows = []
+    for seed in range(6):
+        for method, offset in (("A", 0.1), ("B", 0.0)):
+            for point in (0.25, 0.5, 1.0):
+                rows.append(dict(benchmark="taskset", task="t", method=method, seed=seed, n_workers=1,
+                                 budget_point=point, regret=0.2 + offset + 0.01 * seed, trained_regret=0.5))
+    # a run of A alone is not paired with anything
+    rows.append(dict(benchmark="taskset", task="u", method="A", seed=0, n_workers=1, budget_point=1.0,
+                     regret=9.0, trained_regret=9.0))
+    table = paired_table(pd.DataFrame(rows), "A", "B")
+    line = next(r for r in table.splitlines() if r.startswith("| TaskSet"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[:3] == ["TaskSet", "1", "6"]
+    assert cells[3].split("<br>")[2] == "0.3250 / 0.2250"  # A is 0.1 worse on every pair
+    assert float(cells[5]) < 0.05 and cells[6] == "-"  # 6 differences of one sign; none in trained regret
+    assert "no common runs" in paired_table(pd.DataFrame(rows), "A", "C")
