@@ -122,22 +122,30 @@ def test_power_law_ensemble_extrapolates_from_first_epochs():
     assert np.all(std > 0)  # members disagree somewhat: a real ensemble posterior
 
 
-def test_deep_kernel_gp_posterior_matches_gpytorch():
-    from syne_dyhpo.surrogates.deep_kernel_gp import gpytorch_posterior, model_inputs
-
-    rng = np.random.RandomState(2)
-    x, curves = saturating_curves(rng, 30, 10)
+def _fitted_gp_and_next_budget_candidates(seed: int, num_trials: int, max_epochs_seen: int):
+    """A GP fitted on saturating curves of ``num_trials`` trials (trial i seen up to epoch
+    ``1 + i % max_epochs_seen``) and every trial as a candidate at its next epoch."""
+    rng = np.random.RandomState(seed)
+    x, curves = saturating_curves(rng, num_trials, 10)
     obs = Observations(max_t=10, do_minimize=False)
-    for tid in range(30):
+    for tid in range(num_trials):
         obs.add_trial(tid, {}, x[tid])
-        for e in range(1, 1 + tid % 6 + 1):
+        for e in range(1, 1 + tid % max_epochs_seen + 1):
             obs.add_result(tid, e, curves[tid, e - 1])
     norm = Normalised(obs)
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=40))
     gp.fit(norm.data(), from_scratch=True, seed=0)
     records = list(obs.trials.values())
     budget = np.array([r.last_epoch + 1 for r in records])
-    cands = Candidates(x, budget, norm.curves(records), list(range(30)), [{}] * 30)
+    cands = Candidates(x, budget, norm.curves(records), list(range(num_trials)), [{}] * num_trials)
+    return gp, obs, norm, curves, records, budget, cands
+
+
+def test_deep_kernel_gp_posterior_matches_gpytorch():
+    from syne_dyhpo.surrogates.deep_kernel_gp import gpytorch_posterior, model_inputs
+
+    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(2, 30, 6)
+    x = cands.x
     mean, std = gp.predict(cands, budget)
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
@@ -158,19 +166,8 @@ def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer()
     whose targets are the predicted means: same means, the exact smaller variances."""
     import torch
 
-    rng = np.random.RandomState(4)
-    x, curves = saturating_curves(rng, 24, 10)
-    obs = Observations(max_t=10, do_minimize=False)
-    for tid in range(24):
-        obs.add_trial(tid, {}, x[tid])
-        for e in range(1, 1 + tid % 5 + 1):
-            obs.add_result(tid, e, curves[tid, e - 1])
-    norm = Normalised(obs)
-    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=40))
-    gp.fit(norm.data(), from_scratch=True, seed=0)
-    records = list(obs.trials.values())
-    budget = np.array([r.last_epoch + 1 for r in records])
-    cands = Candidates(x, budget, norm.curves(records), list(range(24)), [{}] * 24)
+    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(4, 24, 5)
+    x = cands.x
     pending = Candidates(x[:3], budget[:3], norm.curves(records[:3]), [0, 1, 2], [{}] * 3)
     mean, std = gp.predict(cands, budget)
     mean_kb, std_kb = gp.predict(cands, budget, pending=pending, pending_budget=budget[:3])
