@@ -142,6 +142,27 @@ register_method("DeepPowerLaw-no-completion", _ours("DeepPowerLaw", complete_inc
 register_method("DyHPO-believer", _ours("DyHPO", condition_on_running=True))
 
 
+def _v01(class_name: str) -> MethodFactory:
+    """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
+
+    def factory(d, cs, configs, seed):
+        from syne_dyhpo import DeepKernelGPConfig, PowerLawConfig
+        from syne_dyhpo.core.policy import FitSchedule
+
+        options = {
+            "DyHPO": dict(fit_schedule=FitSchedule(refine_every=15, refit_growth=4.0),
+                          surrogate_config=DeepKernelGPConfig(max_iterations=300, max_fit_points=128)),
+            "DeepPowerLaw": dict(surrogate_config=PowerLawConfig(max_refine_steps=16)),
+        }[class_name]
+        return _ours(class_name, complete_incumbent=False, **options)(d, cs, configs, seed)
+
+    return factory
+
+
+register_method("DyHPO-v0.1", _v01("DyHPO"))
+register_method("DeepPowerLaw-v0.1", _v01("DeepPowerLaw"))
+
+
 class TimedScheduler(TrialScheduler):
     """
     Proxy measuring the time spent inside a scheduler's calls: benchmarks simulate training
