@@ -5,8 +5,8 @@ the default.
 Each comparison is ``VARIANT:REFERENCE`` (method names as in the runner). Only (task, seed)
 pairs both have are used, per benchmark family (LCBench: lcbench + lcbench-extra; TaskSet)
 and number of workers. For the anytime and the fully-trained regret at 25/50/100 % of the
-budget it prints both means, and at 100 % the Wilcoxon signed-rank p-value of the paired
-differences (two-sided; "-" when all differences are 0)::
+budget it prints both means and the Wilcoxon signed-rank p-value of the paired differences
+(two-sided; "-" when all differences are 0)::
 
     PYTHONPATH=. python benchmarks/ablation.py results/dev/report/long.csv \\
         DyHPO-no-completion:DyHPO DeepPowerLaw-no-completion:DeepPowerLaw DyHPO-believer:DyHPO
@@ -36,30 +36,28 @@ def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
         return f"(no common runs of {variant} and {reference})\n"
     a, b = a.loc[common], b.loc[common]
     lines = [
-        f"**{variant}** vs **{reference}** (mean over common task-seed pairs; p: Wilcoxon signed-rank at 100 %)",
+        f"**{variant}** vs **{reference}** (means over common task-seed pairs; p: Wilcoxon signed-rank)",
         "",
-        "| family | workers | pairs | regret 25 / 50 / 100 % | trained regret 25 / 50 / 100 % | p (regret) | p (trained) |",
-        "|---|---|---|---|---|---|---|",
+        "| family | workers | pairs | regret at 25 / 50 / 100 % (p) | fully-trained regret at 25 / 50 / 100 % (p) |",
+        "|---|---|---|---|---|",
     ]
     groups = sorted({(f, w) for f, _, _, w, _ in common})
     for family, workers in groups:
-        cells, pvalues, pairs = [], [], 0
+        cells, pairs = [], 0
         for column in ("regret", "trained_regret"):
-            means = []
+            entries = []
             for point in POINTS:
                 sel = (common.get_level_values("family") == family) & (common.get_level_values("n_workers") == workers) & (
                     common.get_level_values("budget_point") == point
                 )
                 x, y = a[column].to_numpy()[sel], b[column].to_numpy()[sel]
-                means.append(f"{x.mean():.4f} / {y.mean():.4f}")
-                if point == 1.0:
-                    pairs = len(x)
-                    diff = x - y
-                    pvalues.append("-" if np.allclose(diff, 0) else f"{wilcoxon(x, y).pvalue:.3f}")
-            cells.append("<br>".join(means))
-        lines.append(f"| {family} | {workers} | {pairs} | {cells[0]} | {cells[1]} | {pvalues[0]} | {pvalues[1]} |")
+                pairs = len(x)
+                pvalue = "-" if np.allclose(x - y, 0) else f"{wilcoxon(x, y).pvalue:.2f}"
+                entries.append(f"{x.mean():.4f} / {y.mean():.4f} ({pvalue})")
+            cells.append("<br>".join(entries))
+        lines.append(f"| {family} | {workers} | {pairs} | {cells[0]} | {cells[1]} |")
     lines.append("")
-    lines.append(f"(each cell: {variant} / {reference}, at 25, 50 and 100 % of the budget)")
+    lines.append(f"(each line: {variant} / {reference}; 25, 50 and 100 % of the budget from top to bottom)")
     return "\n".join(lines) + "\n"
 
 
