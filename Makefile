@@ -27,10 +27,10 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# Benchmark grid (benchmarks/RESULTS.md); long. DATA: serialized blackbox folders or repository
-# names; the default is the data the repo ships (RESULTS.md names the folders it used)
+# Benchmark grid; long. DATA: serialized blackbox folders or repository names; the default is
+# the data the repo ships (benchmarks/RESULTS.md gives the command of the development grid)
 DATA ?= benchmarks/data/lcbench benchmarks/data/taskset
 benchmark: setup
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DATA) \
 		--methods DyHPO DeepPowerLaw RandomSearch ASHA BOHB --seeds 0 1 2 3 4 --n-jobs 2 \
-		--results-dir benchmarks/results --report-dir benchmarks/figures
+		--results-dir results/benchmark --report-dir results/benchmark/report
