@@ -166,7 +166,7 @@ class DecisionMaker:
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
             return self._fallback(err, num)
         candidates = make_candidates(records, new_configs, new_x, self.observations, self.segment_end)
-        if running and getattr(model, "condition_on_pending", False):
+        if running and getattr(self.policy, "condition_on_pending", False):
             # their next results are on their way: the model conditions on them (each at the
             # epoch its current segment ends)
             model.pending = make_candidates(
@@ -199,8 +199,7 @@ class DecisionMaker:
         if not np.isfinite(best):
             return None
         for record in records:
-            scores = np.asarray(record.scores, dtype=float)
-            if len(scores) and np.max(np.where(np.isfinite(scores), scores, -np.inf)) >= best:
+            if best in record.scores:  # the best score is one of the recorded scores, exactly
                 return record if record.last_epoch < self.observations.max_t else None
         return None
 

@@ -95,22 +95,22 @@ class FittedModel:
     :param transform: the outcome transform of its training data
     """
 
-    def __init__(self, surrogate: Surrogate, transform: ScoreTransform, condition_on_pending: bool = False):
+    def __init__(self, surrogate: Surrogate, transform: ScoreTransform):
         self.surrogate = surrogate
         self.transform = transform
-        self.condition_on_pending = condition_on_pending
-        #: running trials at the epoch their current segment ends: results on their way
+        #: running trials at the epoch their current segment ends, results on their way; set
+        #: (by the decision) when the policy's ``condition_on_pending`` asks for it
         self.pending: Candidates | None = None
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score of each candidate at
         ``budget``; the candidates' raw curves are normalised like the training rows were.
-        With ``condition_on_pending``, the posterior is also conditioned on the :attr:`pending`
-        results as if each had come out at its predicted mean (kriging believer): means are
-        unchanged, and candidates correlated with a running trial are less uncertain, so that
-        free workers do not all chase what a running trial is already finding out."""
+        With :attr:`pending` results, the posterior is also conditioned on them as if each had
+        come out at its predicted mean (kriging believer): means are unchanged, and candidates
+        correlated with a running trial are less uncertain, so that free workers do not all
+        chase what a running trial is already finding out."""
         normalised = replace(candidates, curves=self.transform.curves(candidates.curves))
-        if self.condition_on_pending and self.pending is not None and len(self.pending):
+        if self.pending is not None and len(self.pending):
             pending = replace(self.pending, curves=self.transform.curves(self.pending.curves))
             return self.surrogate.predict(normalised, budget, pending=pending, pending_budget=pending.budget)
         return self.surrogate.predict(normalised, budget)
@@ -170,6 +170,7 @@ class SurrogatePolicy:
         state.setdefault("num_threads", 1)
         state.setdefault("_rows", None)
         state.setdefault("num_misfit_refines", 0)
+        state.setdefault("condition_on_pending", False)
         self.__dict__.update(state)
 
     def ready(self, observations: Observations) -> bool:
@@ -180,7 +181,7 @@ class SurrogatePolicy:
         says, and returns it bound to its outcome transform."""
         n = observations.num_observations
         if n == self._size_at_fit and self._size_at_full_fit > 0:
-            return FittedModel(self.surrogate, self.transform, self.condition_on_pending)  # nothing new since the last fit
+            return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
         self._size_at_fit = n
         with torch_threads(self.num_threads):
             if self._from_scratch_due(observations):
@@ -188,7 +189,7 @@ class SurrogatePolicy:
                 self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
                 self._size_at_full_fit = self._size_at_refine = n
                 self.num_full_fits += 1
-                return FittedModel(self.surrogate, self.transform, self.condition_on_pending)
+                return FittedModel(self.surrogate, self.transform)
             data = self._training_data(observations)
             refine, conditioned = n - self._size_at_refine >= self.schedule.refine_every, False
             if not refine and self.schedule.refine_on_misfit is not None and hasattr(self.surrogate, "misfit"):
@@ -201,7 +202,7 @@ class SurrogatePolicy:
                 self.num_refines += 1
             elif not conditioned:
                 self.surrogate.condition(data)
-        return FittedModel(self.surrogate, self.transform, self.condition_on_pending)
+        return FittedModel(self.surrogate, self.transform)
 
     def score(self, model: FittedModel, candidates: Candidates, observations: Observations) -> np.ndarray:
         """The acquisition value of each candidate (higher is better)."""
