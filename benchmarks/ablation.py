@@ -6,7 +6,7 @@ Each comparison is ``VARIANT:REFERENCE`` (method names as in the runner). Only (
 pairs both have are used, per benchmark family (LCBench: lcbench + lcbench-extra; TaskSet)
 and number of workers. For the anytime and the fully-trained regret at 25/50/100 % of the
 budget it prints both means and the Wilcoxon signed-rank p-value of the paired differences
-(two-sided; "-" when all differences are 0)::
+(``benchmarks.report.signed_rank_test``: two-sided, ties dropped; "-" when all are ties)::
 
     PYTHONPATH=. python benchmarks/ablation.py results/dev/report/long.csv \\
         DyHPO-no-completion:DyHPO DeepPowerLaw-no-completion:DeepPowerLaw DyHPO-believer:DyHPO
@@ -19,7 +19,8 @@ import sys
 
 import numpy as np
 import pandas as pd
-from scipy.stats import wilcoxon
+
+from benchmarks.report import signed_rank_test
 
 FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet"}
 POINTS = (0.25, 0.5, 1.0)
@@ -52,7 +53,8 @@ def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
                 )
                 x, y = a[column].to_numpy()[sel], b[column].to_numpy()[sel]
                 pairs = len(x)
-                pvalue = "-" if np.allclose(x - y, 0) else f"{wilcoxon(x, y).pvalue:.2f}"
+                test = signed_rank_test(x, y)
+                pvalue = "-" if test["ties"] == test["pairs"] else f"{test['p']:.2f}"
                 entries.append(f"{x.mean():.4f} / {y.mean():.4f} ({pvalue})")
             cells.append("<br>".join(entries))
         lines.append(f"| {family} | {workers} | {pairs} | {cells[0]} | {cells[1]} |")
