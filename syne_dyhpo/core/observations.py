@@ -193,10 +193,14 @@ class Observations:
         if np.isfinite(score) and score > self._best_per_budget[epoch - 1]:
             self._best_per_budget[epoch - 1] = score
 
+    def new_archive_id(self) -> int:
+        """A fresh negative id for an archived curve (never one of Syne Tune's trial ids)."""
+        return min([0, *self.trials]) - 1
+
     def archive(self, trial_id: int) -> TrialRecord:
         """Moves a trial's curve to a new record with a fresh negative id (status FAILED, never
         resumed) and empties the trial's curve, e.g. when the trial restarts from scratch."""
-        archive_id = min([0, *self.trials]) - 1
+        archive_id = self.new_archive_id()
         record = self.trials[trial_id]
         archived = self.add_trial(archive_id, record.config, record.encoded)
         archived.scores, archived.status = record.scores, TrialStatus.FAILED

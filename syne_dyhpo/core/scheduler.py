@@ -480,7 +480,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :param results: its reported results, in order
         :return: the archived record
         """
-        archive_id = min([0, *self._obs.trials]) - 1
+        archive_id = self._obs.new_archive_id()
         record = self._obs.add_trial(archive_id, dict(config), self._encoder.encode(config))
         for result in results:
             epoch, value = self._parse_result(archive_id, result)
