@@ -140,6 +140,14 @@ register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 register_method("DyHPO-no-completion", _ours("DyHPO", complete_incumbent=False))
 register_method("DeepPowerLaw-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
 register_method("DyHPO-believer", _ours("DyHPO", condition_on_running=True))
+register_method("DyHPO-one-leader", _ours("DyHPO", complete_incumbent_share=0.0))
+register_method("DeepPowerLaw-one-leader", _ours("DeepPowerLaw", complete_incumbent_share=0.0))
+register_method("DyHPO-leaders", _ours("DyHPO", complete_incumbent_share=0.5))
+register_method("DeepPowerLaw-leaders", _ours("DeepPowerLaw", complete_incumbent_share=0.5))
+register_method("DyHPO-commit", _ours("DyHPO", complete_incumbent_share=0.5, commit_completion=True))
+register_method("DeepPowerLaw-commit", _ours("DeepPowerLaw", complete_incumbent_share=0.5, commit_completion=True))
+register_method("DyHPO-leaders-first", _ours("DyHPO", complete_incumbent_share=0.5, leaders_until_trained=True))
+register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_incumbent_share=0.5, leaders_until_trained=True))
 
 
 def _v01(class_name: str) -> MethodFactory:

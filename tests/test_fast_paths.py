@@ -93,6 +93,28 @@ def test_observation_rows_equal_rows_rebuilt_from_curves(seed):
     np.testing.assert_array_equal(old.training_data().curves, curves)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_best_of_each_trial_and_leader_threshold_equal_a_scan_of_the_curves(seed):
+    obs = random_observations(seed)
+    best = {}
+    for r in obs.trials.values():
+        finite = [v for v in r.scores if np.isfinite(v)]
+        best[r.trial_id] = max(finite) if finite else -np.inf
+        assert obs.best_of(r) == best[r.trial_id]
+    assert any(tid < 0 for tid in best)  # the archived curve keeps its best, the restarted trial its own
+    ranked = sorted((v for v in best.values() if np.isfinite(v)), reverse=True)
+    for k in (1, 2, 5, len(ranked)):
+        assert obs.leader_threshold(k) == ranked[k - 1]
+    assert obs.leader_threshold(len(ranked) + 1) == ranked[-1]  # fewer trials than leaders: all lead
+    assert Observations(max_t=3, do_minimize=True).leader_threshold(1) == -np.inf
+    # a pickle written before the best of each trial was kept rebuilds it on load
+    state = dict(obs.__dict__)
+    del state["_best_per_trial"]
+    old = Observations.__new__(Observations)
+    old.__setstate__(state)
+    assert all(old.best_of(r) == best[r.trial_id] for r in obs.trials.values())
+
+
 def test_observation_curves_of_records_equal_row_by_row_fill():
     obs = random_observations(4)
     records = list(obs.trials.values())

@@ -463,6 +463,10 @@ def test_no_completion_before_enough_configs_or_when_switched_off():
 def test_completion_is_on_by_default_and_its_arguments_are_checked():
     s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
     assert s.metadata()["complete_incumbent"] is True and s.metadata()["complete_incumbent_after"] == 9
+    assert s.metadata()["complete_incumbent_share"] == 0.5
+    for value in (-0.1, 1.5, True, "half", float("nan")):
+        with pytest.raises(ValueError, match="complete_incumbent_share must be a number in \\[0, 1\\]"):
+            make(lambda tid, c: 0.0, complete_incumbent_share=value)
     for value in (0, 2.5, True, "9"):
         with pytest.raises(ValueError, match="complete_incumbent_after must be an integer >= 1"):
             make(lambda tid, c: 0.0, complete_incumbent_after=value)
@@ -483,3 +487,26 @@ def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes
     assert report(s, t0, 1, 0.05) == D.CONTINUE
     assert report(s, t1, 2, 0.2) == D.PAUSE
     assert s.metadata()["num_completions"] == 2
+
+
+@pytest.mark.parametrize("share, leaders", [(0.5, 2), (0.0, 1), (0.25, 1), (1.0, 4)])
+def test_with_four_workers_the_top_share_of_them_complete_leaders(share, leaders):
+    # the policy always prefers new configurations: only the completion rule continues a trial
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=6, complete_incumbent=True,
+             complete_incumbent_after=3, complete_incumbent_share=share)
+    trials = {i: start(s, i) for i in range(4)}  # four workers busy
+    assert s._decider.num_leaders(s._workers_seen) == leaders
+    for tid, loss in [(0, 0.5), (1, 0.2)]:  # fewer than 3 configurations seen: the policy decides
+        assert report(s, trials[tid], 1, loss) == D.PAUSE
+        s.on_trial_remove(trials[tid])
+        trials[tid + 4] = start(s, tid + 4)
+    assert report(s, trials[2], 1, 0.9) == D.PAUSE  # three seen: the paused incumbent t1 is next
+    s.on_trial_remove(trials[2])
+    assert s.suggest().checkpoint_trial_id == 1
+    # t3 ranks second (t1 0.2, t3 0.3, t0 0.5, t2 0.9): a leader if two or more lead
+    assert report(s, trials[3], 1, 0.3) == (D.CONTINUE if leaders >= 2 else D.PAUSE)
+    assert report(s, trials[1], 2, 0.25) == D.CONTINUE  # the incumbent goes on whatever the share
+    # t4 takes the lead; with two leaders (t4, t1) t3 drops out, with four it stays
+    assert report(s, trials[4], 1, 0.1) == D.CONTINUE
+    if leaders >= 2:
+        assert report(s, trials[3], 2, 0.35) == (D.CONTINUE if leaders >= 3 else D.PAUSE)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from syne_dyhpo.core.candidates import make_candidates
-from syne_dyhpo.core.observations import Observations, TrialRecord
+from syne_dyhpo.core.observations import TrialStatus, Observations, TrialRecord
 from syne_dyhpo.core.policy import SurrogatePolicy
 
 logger = logging.getLogger(__name__)
@@ -68,11 +68,17 @@ class DecisionMaker:
         get the next segment (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`)
     :param complete_incumbent_after: configurations that must have reported their first epoch
         before the completion starts
+    :param complete_incumbent_share: share of the workers that may complete leaders at once:
+        the trials whose best scores rank in the top ``max(1, floor(share * workers))`` are
+        completed
     """
 
     # schedulers pickled before the completion existed load without it
     complete_incumbent = False
     complete_incumbent_after = 9
+    complete_incumbent_share = 0.0
+    leaders_until_trained = False
+    commit_completion = False
     num_completions = 0
 
     def __init__(
@@ -88,6 +94,9 @@ class DecisionMaker:
         max_paused_checkpoints: int | None = None,
         complete_incumbent: bool = False,
         complete_incumbent_after: int = 9,
+        complete_incumbent_share: float = 0.5,
+        leaders_until_trained: bool = False,
+        commit_completion: bool = False,
     ):
         self.policy = policy
         self.observations = observations
@@ -100,6 +109,10 @@ class DecisionMaker:
         self.max_paused_checkpoints = max_paused_checkpoints
         self.complete_incumbent = complete_incumbent
         self.complete_incumbent_after = complete_incumbent_after
+        self.complete_incumbent_share = complete_incumbent_share
+        self.leaders_until_trained = leaders_until_trained
+        self.commit_completion = commit_completion
+        self._committed: set[int] = set()
         self.num_completions = 0
         self.num_decisions = 0
         self.num_fallbacks = 0
@@ -112,6 +125,7 @@ class DecisionMaker:
         new_x: np.ndarray,
         num_started: int,
         running: list[TrialRecord] = (),
+        num_workers: int = 1,
     ) -> Decision | None:
         """
         :param records: trials that may get the next segment: paused ones, then the reporting
@@ -120,6 +134,7 @@ class DecisionMaker:
         :param new_x: their encodings
         :param num_started: trials started so far, including starts already decided
         :param running: trials training on other workers now (their next results are pending)
+        :param num_workers: workers of the run (as far as seen: most trials running at once)
         :return: the decision, or None if there is nothing to choose from
         """
         if not records and not new_configs:
@@ -131,7 +146,7 @@ class DecisionMaker:
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
             return Decision.resume(records[self.rng.randint(len(records))].trial_id)
-        champion = self._champion(records) if self.complete_incumbent else None
+        champion = self._champion(records, num_workers) if self.complete_incumbent else None
         if champion is not None:
             self.num_completions += 1
             return Decision.resume(champion.trial_id)
@@ -188,20 +203,44 @@ class DecisionMaker:
         logger.warning(f"Surrogate failed ({type(err).__name__}: {err}); random decision this step")
         return self.rng.uniform(size=num)
 
-    def _champion(self, records: list[TrialRecord]) -> TrialRecord | None:
-        """The trial holding the best score seen so far, if it may get the next segment and has
-        not reached ``max_t``, once at least ``complete_incumbent_after`` configurations
-        reported their first epoch (a leader among several, not the first configuration
-        tried); else None."""
+    def num_leaders(self, num_workers: int) -> int:
+        """Leaders completed at once with ``num_workers`` workers (at least one)."""
+        if self.leaders_until_trained and np.isfinite(self.observations.best_score_per_budget()[-1]):
+            return 1
+        return max(1, int(np.floor(self.complete_incumbent_share * num_workers)))
+
+    def _champion(self, records: list[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
+        """The best-scoring leader among ``records`` that has not reached ``max_t``, or None;
+        leaders are the trials whose best scores rank in the top :meth:`num_leaders` of all
+        trials (running and finished ones included: a leader on another worker or already
+        trained to ``max_t`` takes its place). Only once at least ``complete_incumbent_after``
+        configurations reported their first epoch (leaders among several, not the first
+        configurations tried). With one leader, the trial holding the best score seen so far."""
         if len(self.observations.scores_at(1)) < self.complete_incumbent_after:
             return None
-        best = self.observations.best_score()
-        if not np.isfinite(best):
+        num_leaders = self.num_leaders(num_workers)
+        threshold = self.observations.leader_threshold(num_leaders)
+        if not np.isfinite(threshold):
             return None
+        committed = set()
+        if self.commit_completion:
+            trials, max_t = self.observations.trials, self.observations.max_t
+            self._committed = {
+                t for t in self._committed
+                if t in trials and trials[t].last_epoch < max_t
+                and trials[t].status in (TrialStatus.RUNNING, TrialStatus.PAUSED)
+            }
+            committed = self._committed
+        open_slots = len(committed) < num_leaders
+        champion, champion_best = None, -np.inf
         for record in records:
-            if best in record.scores:  # the best score is one of the recorded scores, exactly
-                return record if record.last_epoch < self.observations.max_t else None
-        return None
+            best = self.observations.best_of(record)
+            eligible = record.trial_id in committed or (open_slots and best >= threshold)
+            if eligible and best > champion_best and record.last_epoch < self.observations.max_t:
+                champion, champion_best = record, best
+        if champion is not None and self.commit_completion:
+            self._committed.add(champion.trial_id)
+        return champion
 
     def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:
         """Successive halving with a rung at every epoch: among ``records``, the one at the

@@ -9,6 +9,7 @@ Nothing here is normalised: the surrogate policy owns its outcome transform
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from dataclasses import dataclass, field
 from enum import Enum
@@ -151,6 +152,7 @@ class Observations:
         self.data_version = 0  # bumped when existing rows change (archiving)
         self._rows: RowBuffer | None = None  # training rows in arrival order (see training_data)
         self._best_per_budget = np.full(max_t, -np.inf)
+        self._best_per_trial: dict[int, float] = {}  # trial id -> best finite score of its curve
 
     def __setstate__(self, state: dict) -> None:
         # pickled before the rows were kept up to date: rebuild them from the curves
@@ -159,6 +161,12 @@ class Observations:
             self._rows, self._best_per_budget = None, np.full(self.max_t, -np.inf)
             for trial_id, epoch in self._row_log:
                 self._record_row(self.trials[trial_id], epoch)
+        if "_best_per_trial" not in state:
+            self._best_per_trial = {}
+            for record in self.trials.values():
+                finite = [s for s in record.scores if np.isfinite(s)]
+                if finite:
+                    self._best_per_trial[record.trial_id] = max(finite)
 
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
         record = TrialRecord(trial_id=trial_id, config=config, encoded=encoded)
@@ -190,8 +198,11 @@ class Observations:
         curve[: epoch - 1] = record.scores[: epoch - 1]  # a row for epoch b sees only epochs 1..b-1
         score = record.scores[epoch - 1]
         self._rows.append(x=record.encoded, budget=epoch, curves=curve, y=score)
-        if np.isfinite(score) and score > self._best_per_budget[epoch - 1]:
-            self._best_per_budget[epoch - 1] = score
+        if np.isfinite(score):
+            if score > self._best_per_budget[epoch - 1]:
+                self._best_per_budget[epoch - 1] = score
+            if score > self._best_per_trial.get(record.trial_id, -np.inf):
+                self._best_per_trial[record.trial_id] = score
 
     def new_archive_id(self) -> int:
         """A fresh negative id for an archived curve (never one of Syne Tune's trial ids)."""
@@ -205,6 +216,8 @@ class Observations:
         archived = self.add_trial(archive_id, record.config, record.encoded)
         archived.scores, archived.status = record.scores, TrialStatus.FAILED
         record.scores = []
+        if trial_id in self._best_per_trial:
+            self._best_per_trial[archive_id] = self._best_per_trial.pop(trial_id)
         self._row_log = [(archive_id if t == trial_id else t, e) for t, e in self._row_log]
         # the rows themselves are unchanged (they moved to the archived record with the curve);
         # the version still tells surrogates that the rows' owners changed
@@ -223,6 +236,17 @@ class Observations:
     def best_score(self) -> float:
         """Best score observed at any budget (-inf if none is finite)."""
         return float(self._best_per_budget.max())
+
+    def best_of(self, record: TrialRecord) -> float:
+        """Best finite score of the trial's curve (-inf if none)."""
+        return self._best_per_trial.get(record.trial_id, -np.inf)
+
+    def leader_threshold(self, num_leaders: int) -> float:
+        """The ``num_leaders``-th highest best score among the trials' curves (the lowest if
+        fewer have a finite score; -inf if none has): a trial leads if its best score is at
+        least this."""
+        top = heapq.nlargest(num_leaders, self._best_per_trial.values())
+        return top[-1] if top else -np.inf
 
     def best_value(self) -> float | None:
         """Best metric value observed, in the metric's own units and direction."""

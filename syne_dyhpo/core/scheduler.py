@@ -112,6 +112,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param complete_incumbent_after: the completion starts once this many configurations
         reported their first epoch, so that the leader leads among several. Defaults to 9
         (two rungs of successive halving with reduction factor 3)
+    :param complete_incumbent_share: share of the workers that may complete leaders at once.
+        With several workers, the leader of the moment trains on one worker while the others
+        explore, and each change of leader drops a partly trained one: the trials whose best
+        scores rank in the top ``max(1, floor(share * workers))`` are all completed (workers:
+        the most trials seen running at once). One worker (and two) complete the single
+        incumbent whatever the share. Defaults to 0.5; 0 completes only the incumbent
     """
 
     def __init__(
@@ -135,6 +141,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         complete_incumbent: bool = True,
         complete_incumbent_after: int = 9,
+        complete_incumbent_share: float = 0.5,
+        leaders_until_trained: bool = False,
+        commit_completion: bool = False,
     ):
         if random_seed is not None and (isinstance(random_seed, bool) or int(random_seed) != random_seed):
             raise ValueError(f"random_seed must be an integer or None, got {random_seed!r}")
@@ -161,6 +170,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             isinstance(complete_incumbent_after, (int, np.integer)) and complete_incumbent_after >= 1
         ):
             raise ValueError(f"complete_incumbent_after must be an integer >= 1, got {complete_incumbent_after!r}")
+        if isinstance(complete_incumbent_share, bool) or not (
+            isinstance(complete_incumbent_share, (int, float, np.integer, np.floating))
+            and 0.0 <= complete_incumbent_share <= 1.0
+        ):
+            raise ValueError(f"complete_incumbent_share must be a number in [0, 1], got {complete_incumbent_share!r}")
         if not sh_reduction_factor > 1.0:
             raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
@@ -196,6 +210,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             max_paused_checkpoints=max_paused_checkpoints,
             complete_incumbent=complete_incumbent,
             complete_incumbent_after=int(complete_incumbent_after),
+            complete_incumbent_share=float(complete_incumbent_share),
+            leaders_until_trained=leaders_until_trained,
+            commit_completion=commit_completion,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -306,6 +323,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "sh_reduction_factor": self._decider.sh_reduction_factor,
             "complete_incumbent": self._decider.complete_incumbent,
             "complete_incumbent_after": self._decider.complete_incumbent_after,
+            "complete_incumbent_share": self._decider.complete_incumbent_share,
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
@@ -379,7 +397,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             return Decision.start(point)
         num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
         running = [r for r in self._obs.with_status(TrialStatus.RUNNING) if r is not reporting]
-        decision = self._decider.decide(records, new_configs, new_x, num_started, running=running)
+        decision = self._decider.decide(
+            records, new_configs, new_x, num_started, running=running, num_workers=self._workers_seen
+        )
         for trial_id in () if decision is None else decision.retire:
             self._lifecycle.retire(self._obs.trials[trial_id])
             self._checkpoints_to_delete.append(trial_id)
