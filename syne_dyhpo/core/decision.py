@@ -193,7 +193,7 @@ class DecisionMaker:
         not reached ``max_t``, once at least ``complete_incumbent_after`` configurations
         reported their first epoch (a leader among several, not the first configuration
         tried); else None."""
-        if len(self.observations.scores_at(1)) < self.complete_incumbent_after:
+        if self.observations.num_first_epochs < self.complete_incumbent_after:
             return None
         best = self.observations.best_score()
         if not np.isfinite(best):

@@ -151,14 +151,17 @@ class Observations:
         self.data_version = 0  # bumped when existing rows change (archiving)
         self._rows: RowBuffer | None = None  # training rows in arrival order (see training_data)
         self._best_per_budget = np.full(max_t, -np.inf)
+        self.num_first_epochs = 0  # curves with a result at epoch 1 (archived ones included)
 
     def __setstate__(self, state: dict) -> None:
         # pickled before the rows were kept up to date: rebuild them from the curves
         self.__dict__.update(state)
         if "_rows" not in state:
-            self._rows, self._best_per_budget = None, np.full(self.max_t, -np.inf)
+            self._rows, self._best_per_budget, self.num_first_epochs = None, np.full(self.max_t, -np.inf), 0
             for trial_id, epoch in self._row_log:
                 self._record_row(self.trials[trial_id], epoch)
+        elif "num_first_epochs" not in state:
+            self.num_first_epochs = len(self.scores_at(1))
 
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
         record = TrialRecord(trial_id=trial_id, config=config, encoded=encoded)
@@ -190,6 +193,8 @@ class Observations:
         curve[: epoch - 1] = record.scores[: epoch - 1]  # a row for epoch b sees only epochs 1..b-1
         score = record.scores[epoch - 1]
         self._rows.append(x=record.encoded, budget=epoch, curves=curve, y=score)
+        if epoch == 1:
+            self.num_first_epochs += 1
         if np.isfinite(score) and score > self._best_per_budget[epoch - 1]:
             self._best_per_budget[epoch - 1] = score
 
