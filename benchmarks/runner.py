@@ -142,13 +142,8 @@ register_method("DeepPowerLaw-no-completion", _ours("DeepPowerLaw", complete_inc
 register_method("DyHPO-believer", _ours("DyHPO", condition_on_running=True))
 register_method("DyHPO-one-leader", _ours("DyHPO", complete_incumbent_share=0.0))
 register_method("DeepPowerLaw-one-leader", _ours("DeepPowerLaw", complete_incumbent_share=0.0))
-register_method("DyHPO-leaders", _ours("DyHPO", complete_incumbent_share=0.5))
-register_method("DeepPowerLaw-leaders", _ours("DeepPowerLaw", complete_incumbent_share=0.5))
-register_method("DyHPO-commit", _ours("DyHPO", complete_incumbent_share=0.5, commit_completion=True))
-register_method("DeepPowerLaw-commit", _ours("DeepPowerLaw", complete_incumbent_share=0.5, commit_completion=True))
-register_method("DyHPO-leaders-first", _ours("DyHPO", complete_incumbent_share=0.5, leaders_until_trained=True))
-register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_incumbent_share=0.5, leaders_until_trained=True))
-
+register_method("DyHPO-leaders", _ours("DyHPO", complete_leaders_until_trained=False))
+register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_leaders_until_trained=True))
 
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""

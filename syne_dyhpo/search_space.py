@@ -179,17 +179,22 @@ class ConfigEncoder:
             (what :meth:`complete` gives: the samplers' values are the domains' own, so
             casting again changes nothing, and the configs are built from a template)
         """
+        return self.sample_with_keys(rng, num)[0]
+
+    def sample_with_keys(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], list[tuple]]:
+        """:meth:`sample`, and each configuration's :meth:`key` (the sampled values in order
+        of ``hp_names``: no second pass over the configurations)."""
         columns = []
         for name in self.hp_names:
             values = self.config_space[name].sample(spec=None, size=num, random_state=rng)
             columns.append([to_native(v) for v in values] if num > 1 else [to_native(_first(values))])
         template = dict(self.config_space)
-        configs = []
-        for row in zip(*columns):
+        configs, keys = [], list(zip(*columns))
+        for row in keys:
             config = dict(template)
             config.update(zip(self.hp_names, row))
             configs.append(config)
-        return configs
+        return configs, keys
 
     def complete(self, config: dict[str, Any]) -> dict[str, Any]:
         """Adds constants and casts values the way Syne Tune does before starting a trial."""
@@ -310,7 +315,8 @@ class CandidateSampler:
             a finite pool is nearly exhausted
         """
         if not self.finite:
-            configs = [c for c in self.encoder.sample(rng, num) if self.encoder.key(c) not in self._used]
+            configs, keys = self.encoder.sample_with_keys(rng, num)
+            configs = [c for c, key in zip(configs, keys) if key not in self._used]
             return configs, self.encoder.encode_many(configs)
         free = np.flatnonzero(self._pool_free)
         if len(free) > num:

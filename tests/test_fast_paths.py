@@ -83,14 +83,21 @@ def test_observation_rows_equal_rows_rebuilt_from_curves(seed):
     np.testing.assert_array_equal(obs.best_score_per_budget(), best)
     finite = everything[np.isfinite(everything)]
     assert obs.best_score() == finite.max()
+    assert obs.num_first_epochs == len(obs.scores_at(1)) > 0
     with pytest.raises(ValueError):
         data.y[0] = 1.0  # read-only views
     # a pickle written before the rows were kept (no _rows) is rebuilt on load
     state = dict(obs.__dict__)
-    del state["_rows"], state["_best_per_budget"]
+    del state["_rows"], state["_best_per_budget"], state["num_first_epochs"]
     old = Observations.__new__(Observations)
     old.__setstate__(state)
     np.testing.assert_array_equal(old.training_data().curves, curves)
+    assert old.num_first_epochs == obs.num_first_epochs
+    state = dict(obs.__dict__)
+    del state["num_first_epochs"]  # kept rows, but not the count
+    old = Observations.__new__(Observations)
+    old.__setstate__(state)
+    assert old.num_first_epochs == obs.num_first_epochs
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -293,11 +300,29 @@ def test_negative_mll_and_gradients_equal_gpytorch(fitted_gp):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("group", [1, 32])
-def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(fitted_gp, monkeypatch, group):
+@pytest.mark.parametrize(
+    "group, stale_rows, cache_floor",
+    [
+        (1, 64, None),  # every length its own group
+        (32, 64, None),
+        (32, 0, None),  # the factor's contiguous copy renewed whenever a 16th of the set is new
+        (32, 10**6, None),  # never renewed: new inputs go through the appended rows' block
+        (32, 64, 16),  # a cache of 16 entries: emptied (but for those in use) at most decisions
+    ],
+)
+def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(
+    fitted_gp, monkeypatch, group, stale_rows, cache_floor
+):
     import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
 
-    monkeypatch.setattr(dkgp, "_SAME_LENGTH_GROUP", group)  # 1: every length its own group
+    monkeypatch.setattr(dkgp, "_SAME_LENGTH_GROUP", group)
+    monkeypatch.setattr(dkgp, "_PREFIX_STALE_ROWS", stale_rows)
+    compactions = []
+    if cache_floor is not None:
+        monkeypatch.setattr(dkgp, "CANDIDATE_CACHE_BYTES", 0)
+        monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", cache_floor)
+        compact = dkgp.DeepKernelGP._compact
+        monkeypatch.setattr(dkgp.DeepKernelGP, "_compact", staticmethod(lambda *a: compactions.append(1) or compact(*a)))
     gp, obs, curves, transform = fitted_gp
     rng = np.random.RandomState(1)
     pool = rng.rand(40, 2)
@@ -321,7 +346,12 @@ def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpyto
                 obs.add_result(tid, e, curves[tid, e - 1])
         gp.condition(normalised(obs, transform))
     assert gp._posterior.size == len(obs.training_data())  # extended all along, never refactorised
-    assert len(gp._posterior.keys) > 12
+    if cache_floor is None:
+        assert len(gp._posterior.keys) > 12
+    else:
+        assert len(compactions) >= 5  # emptied at nearly every decision, and still exact
+    if stale_rows > 1000:
+        assert len(gp._posterior._contiguous) < gp._posterior.size  # the appended block was used
 
 
 def test_misfit_errors_are_standardised_one_step_ahead_errors(fitted_gp):
@@ -510,6 +540,8 @@ def test_vectorised_sampling_and_encoding_equal_config_by_config():
     np.testing.assert_array_equal(encoder.encode(configs[3]), encoded[3])
     one = encoder.sample(np.random.RandomState(5), 1)
     assert len(one) == 1 and set(one[0]) == set(SPACE)
+    same, keys = encoder.sample_with_keys(np.random.RandomState(0), 200)
+    assert same == configs and keys == [encoder.key(c) for c in configs]
     # values of another type than the categories' are still matched (by their string)
     np.testing.assert_array_equal(encoder.encode({**configs[0], "f": "4"}), encoder.encode({**configs[0], "f": 4}))
     with pytest.raises(Exception, match="lacks hyperparameter 'c'"):

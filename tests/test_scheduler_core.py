@@ -467,6 +467,9 @@ def test_completion_is_on_by_default_and_its_arguments_are_checked():
     for value in (-0.1, 1.5, True, "half", float("nan")):
         with pytest.raises(ValueError, match="complete_incumbent_share must be a number in \\[0, 1\\]"):
             make(lambda tid, c: 0.0, complete_incumbent_share=value)
+    assert s.metadata()["complete_leaders_until_trained"] is False
+    with pytest.raises(ValueError, match="complete_leaders_until_trained must be True or False, got 1"):
+        make(lambda tid, c: 0.0, complete_leaders_until_trained=1)
     for value in (0, 2.5, True, "9"):
         with pytest.raises(ValueError, match="complete_incumbent_after must be an integer >= 1"):
             make(lambda tid, c: 0.0, complete_incumbent_after=value)
@@ -510,3 +513,37 @@ def test_with_four_workers_the_top_share_of_them_complete_leaders(share, leaders
     assert report(s, trials[4], 1, 0.1) == D.CONTINUE
     if leaders >= 2:
         assert report(s, trials[3], 2, 0.35) == (D.CONTINUE if leaders >= 3 else D.PAUSE)
+
+
+@pytest.mark.parametrize("until_trained", [False, True])
+def test_second_leader_is_completed_until_a_configuration_is_trained_if_asked(until_trained):
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True,
+             complete_incumbent_after=3, complete_incumbent_share=0.5, complete_leaders_until_trained=until_trained)
+    trials = {i: start(s, i) for i in range(4)}
+    for tid, loss in [(0, 0.5), (1, 0.2)]:
+        assert report(s, trials[tid], 1, loss) == D.PAUSE
+        s.on_trial_remove(trials[tid])
+        trials[tid + 4] = start(s, tid + 4)
+    assert report(s, trials[2], 1, 0.9) == D.PAUSE
+    s.on_trial_remove(trials[2])
+    assert s.suggest().checkpoint_trial_id == 1
+    assert report(s, trials[3], 1, 0.3) == D.CONTINUE  # second of two leaders: nothing trained yet
+    assert report(s, trials[1], 2, 0.25) == D.CONTINUE
+    assert report(s, trials[1], 3, 0.15) == D.STOP  # the first configuration trained to max_t
+    s.on_trial_remove(trials[1])
+    # t3 is still the second best; with the share only until a trained model, it is left to
+    # the policy (which prefers new configurations) from now on
+    assert report(s, trials[3], 2, 0.28) == (D.PAUSE if until_trained else D.CONTINUE)
+
+
+def test_dyhpo_completes_leaders_until_trained_and_deep_power_law_for_the_whole_run():
+    from syne_dyhpo import DeepPowerLaw
+
+    space = {"x": uniform(0, 1)}
+    dyhpo = DyHPO(space, metric="loss", max_t=5)
+    dpl = DeepPowerLaw(space, metric="loss", max_t=5)
+    assert dyhpo.metadata()["complete_leaders_until_trained"] is True
+    assert dpl.metadata()["complete_leaders_until_trained"] is False
+    assert dyhpo.metadata()["complete_incumbent_share"] == dpl.metadata()["complete_incumbent_share"] == 0.5
+    assert DyHPO(space, metric="loss", max_t=5, complete_leaders_until_trained=False).metadata()[
+        "complete_leaders_until_trained"] is False

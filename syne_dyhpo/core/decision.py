@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from syne_dyhpo.core.candidates import make_candidates
-from syne_dyhpo.core.observations import TrialStatus, Observations, TrialRecord
+from syne_dyhpo.core.observations import Observations, TrialRecord
 from syne_dyhpo.core.policy import SurrogatePolicy
 
 logger = logging.getLogger(__name__)
@@ -71,14 +71,15 @@ class DecisionMaker:
     :param complete_incumbent_share: share of the workers that may complete leaders at once:
         the trials whose best scores rank in the top ``max(1, floor(share * workers))`` are
         completed
+    :param complete_leaders_until_trained: the share holds until the first configuration is
+        trained to ``max_t``; from then on only the incumbent is completed
     """
 
     # schedulers pickled before the completion existed load without it
     complete_incumbent = False
     complete_incumbent_after = 9
     complete_incumbent_share = 0.0
-    leaders_until_trained = False
-    commit_completion = False
+    complete_leaders_until_trained = False
     num_completions = 0
 
     def __init__(
@@ -95,8 +96,7 @@ class DecisionMaker:
         complete_incumbent: bool = False,
         complete_incumbent_after: int = 9,
         complete_incumbent_share: float = 0.5,
-        leaders_until_trained: bool = False,
-        commit_completion: bool = False,
+        complete_leaders_until_trained: bool = False,
     ):
         self.policy = policy
         self.observations = observations
@@ -110,9 +110,7 @@ class DecisionMaker:
         self.complete_incumbent = complete_incumbent
         self.complete_incumbent_after = complete_incumbent_after
         self.complete_incumbent_share = complete_incumbent_share
-        self.leaders_until_trained = leaders_until_trained
-        self.commit_completion = commit_completion
-        self._committed: set[int] = set()
+        self.complete_leaders_until_trained = complete_leaders_until_trained
         self.num_completions = 0
         self.num_decisions = 0
         self.num_fallbacks = 0
@@ -205,7 +203,7 @@ class DecisionMaker:
 
     def num_leaders(self, num_workers: int) -> int:
         """Leaders completed at once with ``num_workers`` workers (at least one)."""
-        if self.leaders_until_trained and np.isfinite(self.observations.best_score_per_budget()[-1]):
+        if self.complete_leaders_until_trained and self.observations.any_trained():
             return 1
         return max(1, int(np.floor(self.complete_incumbent_share * num_workers)))
 
@@ -216,30 +214,16 @@ class DecisionMaker:
         trained to ``max_t`` takes its place). Only once at least ``complete_incumbent_after``
         configurations reported their first epoch (leaders among several, not the first
         configurations tried). With one leader, the trial holding the best score seen so far."""
-        if len(self.observations.scores_at(1)) < self.complete_incumbent_after:
+        if self.observations.num_first_epochs < self.complete_incumbent_after:
             return None
-        num_leaders = self.num_leaders(num_workers)
-        threshold = self.observations.leader_threshold(num_leaders)
+        threshold = self.observations.leader_threshold(self.num_leaders(num_workers))
         if not np.isfinite(threshold):
             return None
-        committed = set()
-        if self.commit_completion:
-            trials, max_t = self.observations.trials, self.observations.max_t
-            self._committed = {
-                t for t in self._committed
-                if t in trials and trials[t].last_epoch < max_t
-                and trials[t].status in (TrialStatus.RUNNING, TrialStatus.PAUSED)
-            }
-            committed = self._committed
-        open_slots = len(committed) < num_leaders
         champion, champion_best = None, -np.inf
         for record in records:
             best = self.observations.best_of(record)
-            eligible = record.trial_id in committed or (open_slots and best >= threshold)
-            if eligible and best > champion_best and record.last_epoch < self.observations.max_t:
+            if best >= threshold and best > champion_best and record.last_epoch < self.observations.max_t:
                 champion, champion_best = record, best
-        if champion is not None and self.commit_completion:
-            self._committed.add(champion.trial_id)
         return champion
 
     def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:

@@ -153,14 +153,19 @@ class Observations:
         self._rows: RowBuffer | None = None  # training rows in arrival order (see training_data)
         self._best_per_budget = np.full(max_t, -np.inf)
         self._best_per_trial: dict[int, float] = {}  # trial id -> best finite score of its curve
+        self.num_first_epochs = 0  # curves with a result at epoch 1 (archived ones included)
 
     def __setstate__(self, state: dict) -> None:
         # pickled before the rows were kept up to date: rebuild them from the curves
         self.__dict__.update(state)
         if "_rows" not in state:
-            self._rows, self._best_per_budget = None, np.full(self.max_t, -np.inf)
+            self._rows, self._best_per_budget, self.num_first_epochs = None, np.full(self.max_t, -np.inf), 0
+            self._best_per_trial = {}
             for trial_id, epoch in self._row_log:
                 self._record_row(self.trials[trial_id], epoch)
+            return
+        if "num_first_epochs" not in state:
+            self.num_first_epochs = len(self.scores_at(1))
         if "_best_per_trial" not in state:
             self._best_per_trial = {}
             for record in self.trials.values():
@@ -198,6 +203,8 @@ class Observations:
         curve[: epoch - 1] = record.scores[: epoch - 1]  # a row for epoch b sees only epochs 1..b-1
         score = record.scores[epoch - 1]
         self._rows.append(x=record.encoded, budget=epoch, curves=curve, y=score)
+        if epoch == 1:
+            self.num_first_epochs += 1
         if np.isfinite(score):
             if score > self._best_per_budget[epoch - 1]:
                 self._best_per_budget[epoch - 1] = score
@@ -237,6 +244,10 @@ class Observations:
         """Best score observed at any budget (-inf if none is finite)."""
         return float(self._best_per_budget.max())
 
+    def any_trained(self) -> bool:
+        """Whether some trial reported a finite score at ``max_t``."""
+        return bool(np.isfinite(self._best_per_budget[-1]))
+
     def best_of(self, record: TrialRecord) -> float:
         """Best finite score of the trial's curve (-inf if none)."""
         return self._best_per_trial.get(record.trial_id, -np.inf)
@@ -245,6 +256,8 @@ class Observations:
         """The ``num_leaders``-th highest best score among the trials' curves (the lowest if
         fewer have a finite score; -inf if none has): a trial leads if its best score is at
         least this."""
+        if num_leaders == 1:
+            return self.best_score()
         top = heapq.nlargest(num_leaders, self._best_per_trial.values())
         return top[-1] if top else -np.inf
 

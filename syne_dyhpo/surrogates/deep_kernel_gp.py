@@ -288,6 +288,12 @@ class _Posterior:
     def capacity(self) -> int:
         return len(self.w)
 
+    @property
+    def max_slots(self) -> int:
+        """Most candidates cached (:data:`CANDIDATE_CACHE_BYTES`; at least
+        :data:`_MIN_CACHED_CANDIDATES`)."""
+        return max(_MIN_CACHED_CANDIDATES, CANDIDATE_CACHE_BYTES // (8 * self.capacity))
+
     def grow(self, size: int) -> None:
         if size <= self.capacity:
             return
@@ -304,15 +310,27 @@ class _Posterior:
         self.chol[:n, :n] = chol[:n, :n]
         self.w = torch.zeros(cap, dtype=torch.float64)
         self.w[:n] = w[:n]
-        self.cand_v = torch.zeros(len(cand_v), cap, dtype=torch.float64)
+        self.cand_v = torch.empty(len(cand_v), cap, dtype=torch.float64)  # read up to cand_len only
         self.cand_v[:, :n] = cand_v[:, :n]
 
-    def factor(self, n: int) -> torch.Tensor:
-        """The Cholesky factor of the first ``n`` rows as a contiguous matrix (a block of the
-        capacity buffer is strided, and LAPACK's triangular solve would copy it at each call)."""
-        if self._contiguous is None or len(self._contiguous) != n:
+    def whiten(self, z: torch.Tensor, sq: torch.Tensor) -> torch.Tensor:
+        """``chol^-1 k(rows, x)`` for inputs with scaled features ``z`` (squared norms
+        ``sq``), shape (rows, inputs): forward substitution through a contiguous copy of the
+        factor's leading block (a block of the capacity buffer is strided, and LAPACK's
+        triangular solve would copy the whole factor at each call), then through the rows
+        appended since the copy was made. The copy is renewed when those rows exceed
+        :data:`_PREFIX_STALE_ROWS` or a 16th of the set."""
+        n = self.size
+        if self._contiguous is None or n - len(self._contiguous) > max(_PREFIX_STALE_ROWS, n // 16):
             self._contiguous = self.chol[:n, :n].contiguous()
-        return self._contiguous
+        n0 = len(self._contiguous)
+        k = self.kernel(self.z[:n], self.sq[:n], z, sq)
+        head = torch.linalg.solve_triangular(self._contiguous, k[:n0], upper=False)
+        if n0 == n:
+            return head
+        rhs = k[n0:] - self.chol[n0:n, :n0] @ head
+        tail = torch.linalg.solve_triangular(self.chol[n0:n, n0:n], rhs, upper=False)
+        return torch.cat([head, tail])
 
     def scaled(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Features centred and divided by the lengthscale, and their squared norms."""
@@ -321,12 +339,17 @@ class _Posterior:
 
     def kernel(self, a: torch.Tensor, a_sq: torch.Tensor, b: torch.Tensor, b_sq: torch.Tensor) -> torch.Tensor:
         """``ScaleKernel(RBFKernel())`` between scaled features (:meth:`scaled`)."""
-        sq_dist = a_sq.unsqueeze(1) + b_sq.unsqueeze(0) - 2.0 * (a @ b.T)
-        return self.outputscale * sq_dist.clamp_min_(0).mul_(-0.5).exp_()
+        # one (len(a), len(b)) buffer, updated in place: at 1,000 rows x 256 candidates the
+        # temporaries of the textbook expression cost a third of the kernel
+        sq_dist = torch.addmm(a_sq.unsqueeze(1), a, b.T, alpha=-2.0).add_(b_sq.unsqueeze(0))
+        return sq_dist.clamp_min_(0).mul_(-0.5).exp_().mul_(self.outputscale)
 
 
 #: memory for the candidates' whitened cross-covariances (the cache is emptied when full)
 CANDIDATE_CACHE_BYTES = 48 * 2**20
+_MIN_CACHED_CANDIDATES = 1024
+#: rows appended to the conditioning set before the contiguous copy of its factor is renewed
+_PREFIX_STALE_ROWS = 64
 #: candidates whose cached v has one length are extended as a group if at least this many
 _SAME_LENGTH_GROUP = 32
 
@@ -584,8 +607,7 @@ class DeepKernelGP:
                 if features is None:
                     features = post.scaled(self._features(inputs))
                 z, sq = features[0][j : j + 1], features[1][j : j + 1]
-                k12 = post.kernel(post.z[:n], post.sq[:n], z, sq)
-                l21 = torch.linalg.solve_triangular(post.factor(n), k12, upper=False)[:, 0]
+                l21 = post.whiten(z, sq)[:, 0]
             k22 = float(post.kernel(z, sq, z, sq)[0, 0]) + noise
             # the row's predictive variance given the set (noise included: > 0 in exact
             # arithmetic); floored like the robust factorisation's jitter if rounding says not
@@ -652,13 +674,11 @@ class DeepKernelGP:
             fresh = {}  # distinct new inputs (a config may appear twice), first position
             for i in np.flatnonzero(slots < 0):
                 fresh.setdefault(keys[i], i)
-            max_slots = max(1024, CANDIDATE_CACHE_BYTES // (8 * post.capacity))
-            if len(post.keys) + len(fresh) > max_slots:
+            if len(post.keys) + len(fresh) > post.max_slots:
                 self._compact(post, slots)
             first = len(post.keys)
             z, sq = post.scaled(self._features(inputs[np.array(list(fresh.values()), dtype=np.int64)]))
-            k = post.kernel(post.z[:n], post.sq[:n], z, sq)
-            v = torch.linalg.solve_triangular(post.factor(n), k, upper=False).T
+            v = post.whiten(z, sq).T
             self._append_slots(post, z, sq, v, v @ post.w[:n], v.square().sum(dim=1), n)
             for j, key in enumerate(fresh):
                 post.keys[key] = first + j
@@ -714,11 +734,13 @@ class DeepKernelGP:
                       vv: torch.Tensor, length: int) -> None:
         used, m = len(post.keys), len(z)
         if used + m > len(post.cand_len):
-            cap = max(used + m, 2 * len(post.cand_len), 256)
+            # grown by doubling up to the cache's bound; emptying the cache keeps the buffers
+            cap = max(used + m, min(max(2 * len(post.cand_len), 256), post.max_slots))
             old = (post.cand_z, post.cand_sq, post.cand_v, post.cand_vw, post.cand_vv, post.cand_len)
             post.cand_z = torch.zeros(cap, z.shape[1], dtype=torch.float64)
             post.cand_sq = torch.zeros(cap, dtype=torch.float64)
-            post.cand_v = torch.zeros(cap, post.capacity, dtype=torch.float64)
+            # v is read only up to each entry's length (cand_len): no need to zero it
+            post.cand_v = torch.empty(cap, post.capacity, dtype=torch.float64)
             post.cand_vw = torch.zeros(cap, dtype=torch.float64)
             post.cand_vv = torch.zeros(cap, dtype=torch.float64)
             post.cand_len = np.zeros(cap, dtype=np.int64)
@@ -734,17 +756,16 @@ class DeepKernelGP:
     @staticmethod
     def _compact(post: _Posterior, slots: np.ndarray) -> None:
         """Empties the candidate cache but for the entries this call uses (renumbering
-        ``slots`` in place)."""
+        ``slots`` in place): they move to the front of the buffers, which keep their size."""
         keep = np.unique(slots[slots >= 0])
         remap = np.full(len(post.cand_len), -1, dtype=np.int64)
         remap[keep] = np.arange(len(keep))
         post.keys = {k: int(remap[s]) for k, s in post.keys.items() if remap[s] >= 0}
         slots[slots >= 0] = remap[slots[slots >= 0]]
-        index = torch.from_numpy(keep)
-        post.cand_z, post.cand_sq = post.cand_z[index].clone(), post.cand_sq[index].clone()
-        post.cand_v = post.cand_v[index].clone()
-        post.cand_vw, post.cand_vv = post.cand_vw[index].clone(), post.cand_vv[index].clone()
-        post.cand_len = post.cand_len[keep].copy()
+        m, index = len(keep), torch.from_numpy(keep)
+        for buffer in (post.cand_z, post.cand_sq, post.cand_v, post.cand_vw, post.cand_vv):
+            buffer[:m] = buffer[index]  # the gather copies first: overlapping rows are safe
+        post.cand_len[:m] = post.cand_len[keep]
 
     def _state(self) -> dict:
         return {"model": {k: v.detach().clone() for k, v in self._model.state_dict().items()}}
