@@ -263,3 +263,31 @@ def test_ablation_pairs_runs_by_task_seed_and_workers_and_tests_the_differences(
     assert float(at_100.split("(")[1].rstrip(")")) < 0.05  # 6 differences of one sign
     assert cells[4].split("<br>")[2] == "0.5000 / 0.5000 (-)"  # no difference in trained regret
     assert "no common runs" in paired_table(pd.DataFrame(rows), "A", "C")
+
+
+def test_targets_compare_ours_with_the_better_reference_on_common_runs():
+    from benchmarks.targets import target_table, to_markdown
+
+    rows = []
+    values = {  # method -> (anytime, fully trained) at every budget point
+        "DyHPO": (0.1, 0.5), "DeepPowerLaw": (0.3, 0.2), "ASHA": (0.4, 0.4), "BOHB": (0.2, 0.3),
+    }
+    for bench in ("lcbench", "lcbench-extra"):
+        for method, (anytime, trained) in values.items():
+            for seed in (0, 1):
+                for b in (0.25, 0.5, 1.0):
+                    rows.append(dict(benchmark=bench, task=f"{bench}-t", method=method, seed=seed, n_workers=4,
+                                     budget_point=b, regret=anytime, trained_regret=trained))
+    # a run only one method has is left out of the cell
+    rows.append(dict(benchmark="lcbench", task="lcbench-t", method="DyHPO", seed=9, n_workers=4,
+                     budget_point=1.0, regret=1.0, trained_regret=1.0))
+    table = target_table(pd.DataFrame(rows))
+    assert set(table["family"]) == {"LCBench"} and set(table["runs"]) == {4}  # both folders pooled
+    row = table[(table.method == "DyHPO") & (table.regret == "anytime")].iloc[0]
+    assert row["ours@100%"] == pytest.approx(0.1) and row["reference@100%"] == pytest.approx(0.2)
+    assert row["met@100%"] and row["vs ASHA@100%"] == pytest.approx(0.25)
+    row = table[(table.method == "DeepPowerLaw") & (table.regret == "anytime")].iloc[0]
+    assert not row["met@25%"]  # 0.3 against BOHB's 0.2
+    row = table[(table.method == "DyHPO") & (table.regret == "fully trained")].iloc[0]
+    assert not row["met@50%"] and row["reference@50%"] == pytest.approx(0.3)
+    assert "6 of 12 cells" in to_markdown(table)
