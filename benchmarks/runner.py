@@ -145,6 +145,7 @@ register_method("DyHPO-one-leader", _ours("DyHPO", complete_incumbent_share=0.0)
 register_method("DeepPowerLaw-one-leader", _ours("DeepPowerLaw", complete_incumbent_share=0.0))
 register_method("DyHPO-leaders", _ours("DyHPO", complete_leaders_until_trained=False))
 register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_leaders_until_trained=True))
+register_method("DyHPO-three-leaders-first", _ours("DyHPO", complete_incumbent_share=0.75))
 
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
