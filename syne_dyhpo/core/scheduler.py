@@ -114,7 +114,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (two rungs of successive halving with reduction factor 3)
     :param complete_incumbent_share: share of the workers that may complete leaders at once.
         With several workers, the leader of the moment trains on one worker while the others
-        explore, and each change of leader drops a partly trained one: with 4 workers, 28-42 %
+        explore, and each change of leader drops a partly trained one: with 4 workers, 28-45 %
         of the development runs had no configuration trained to ``max_t`` after a quarter of
         the budget. The trials whose best scores rank in the top
         ``max(1, floor(share * workers))`` are all completed (workers: the most trials seen
