@@ -13,22 +13,19 @@ import argparse
 
 import pandas as pd
 
+from benchmarks.ablation import FAMILIES
+
 OURS = ("DyHPO", "DeepPowerLaw")
 REFERENCES = ("ASHA", "BOHB")
 KINDS = {"regret": "anytime", "trained_regret": "fully trained"}
 BUDGETS = (0.25, 0.5, 1.0)
 
 
-def family(benchmark: str) -> str:
-    """LCBench's task folders (``lcbench``, ``lcbench-extra``) pool into one family."""
-    return "LCBench" if benchmark.startswith("lcbench") else {"taskset": "TaskSet"}.get(benchmark, benchmark)
-
-
 def target_table(long: pd.DataFrame) -> pd.DataFrame:
     """One row per (family, workers, regret kind, method of ours): its mean regret and the
     better reference's at each budget point, on the task-seed runs that every method of the
     cell has, and whether it is at or below."""
-    long = long.assign(family=long["benchmark"].map(family))
+    long = long.assign(family=long["benchmark"].map(FAMILIES).fillna(long["benchmark"]))
     rows = []
     for (fam, workers), cell in long.groupby(["family", "n_workers"], sort=True):
         present = [m for m in (*OURS, *REFERENCES) if m in set(cell["method"])]
