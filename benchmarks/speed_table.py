@@ -24,6 +24,8 @@ from collections import defaultdict
 
 import numpy as np
 
+from benchmarks.ablation import FAMILIES
+
 FRACTIONS = ("0.25", "0.5", "1.0")
 
 
@@ -33,7 +35,7 @@ def load(spec: str) -> dict[tuple[str, str, int], dict]:
     for path in glob.glob(f"{directory}/*/*/{method}/seed*-w1/run.json"):
         with open(path) as f:
             run = json.load(f)
-        family = "TaskSet" if run["definition"].get("time_attr") == "step" or "FixedText" in run["task"] else "LCBench"
+        family = FAMILIES.get(run["benchmark"], run["benchmark"])
         runs[(family, run["task"], int(run["seed"]))] = run
     return runs
 
