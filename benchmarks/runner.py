@@ -146,6 +146,17 @@ register_method("DeepPowerLaw-one-leader", _ours("DeepPowerLaw", complete_incumb
 register_method("DyHPO-leaders", _ours("DyHPO", complete_leaders_until_trained=False))
 register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_leaders_until_trained=True))
 register_method("DyHPO-three-leaders-first", _ours("DyHPO", complete_incumbent_share=0.75))
+# the completion waits for 50 first epochs (as many configurations as one completion costs
+# epochs: max_t = 50 on every development benchmark) instead of 2 x max_t observed epochs
+register_method("DyHPO-after50", _ours("DyHPO", complete_incumbent_after=50, complete_incumbent_delay=0.0))
+register_method("DeepPowerLaw-after50", _ours("DeepPowerLaw", complete_incumbent_after=50, complete_incumbent_delay=0.0))
+# the defaults of version 0.2.0: no wait in observed epochs
+register_method("DyHPO-no-delay", _ours("DyHPO", complete_incumbent_delay=0.0))
+register_method("DeepPowerLaw-no-delay", _ours("DeepPowerLaw", complete_incumbent_delay=0.0))
+# with 4 workers, a wait of 25 epochs (delay 2 divided by the workers rather than their square)
+register_method("DyHPO-delay8", _ours("DyHPO", complete_incumbent_delay=8.0))
+register_method("DeepPowerLaw-delay8", _ours("DeepPowerLaw", complete_incumbent_delay=8.0))
+
 
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""

@@ -68,6 +68,8 @@ class DecisionMaker:
         get the next segment (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`)
     :param complete_incumbent_after: configurations that must have reported their first epoch
         before the completion starts
+    :param complete_incumbent_delay: the completion also waits for
+        ``complete_incumbent_delay * max_t / workers**2`` observed epochs
     :param complete_incumbent_share: share of the workers that may complete leaders at once:
         the trials whose best scores rank in the top ``max(1, floor(share * workers))`` are
         completed
@@ -78,6 +80,7 @@ class DecisionMaker:
     # schedulers pickled before the completion existed load without it
     complete_incumbent = False
     complete_incumbent_after = 9
+    complete_incumbent_delay = 0.0
     complete_incumbent_share = 0.0
     complete_leaders_until_trained = False
     num_completions = 0
@@ -97,6 +100,7 @@ class DecisionMaker:
         complete_incumbent_after: int = 9,
         complete_incumbent_share: float = 0.5,
         complete_leaders_until_trained: bool = False,
+        complete_incumbent_delay: float = 0.0,
     ):
         self.policy = policy
         self.observations = observations
@@ -109,6 +113,7 @@ class DecisionMaker:
         self.max_paused_checkpoints = max_paused_checkpoints
         self.complete_incumbent = complete_incumbent
         self.complete_incumbent_after = complete_incumbent_after
+        self.complete_incumbent_delay = complete_incumbent_delay
         self.complete_incumbent_share = complete_incumbent_share
         self.complete_leaders_until_trained = complete_leaders_until_trained
         self.num_completions = 0
@@ -213,8 +218,12 @@ class DecisionMaker:
         trials (running and finished ones included: a leader on another worker or already
         trained to ``max_t`` takes its place). Only once at least ``complete_incumbent_after``
         configurations reported their first epoch (leaders among several, not the first
-        configurations tried). With one leader, the trial holding the best score seen so far."""
+        configurations tried) and ``complete_incumbent_delay * max_t / num_workers**2`` epochs
+        were observed (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one leader, the trial holding the best score seen so far."""
         if self.observations.num_first_epochs < self.complete_incumbent_after:
+            return None
+        max_t = self.observations.max_t
+        if self.observations.num_observations < self.complete_incumbent_delay * max_t / num_workers**2:
             return None
         threshold = self.observations.leader_threshold(self.num_leaders(num_workers))
         if not np.isfinite(threshold):
