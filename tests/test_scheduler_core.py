@@ -501,6 +501,16 @@ def test_with_four_workers_the_wait_is_a_sixteenth(workers, delay, started):
     assert sug.checkpoint_trial_id == 1 and len(s.observations.trials) == started
 
 
+def test_a_scheduler_pickled_before_the_delay_existed_completes_without_waiting():
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
+             complete_incumbent_after=3, complete_incumbent_delay=2.0)
+    # unpickling restores the instance's __dict__: one written by version 0.2.0 lacks the delay
+    del s._decider.__dict__["complete_incumbent_delay"]
+    _report_first_epochs(s, [0.5, 0.2, 0.9])
+    assert s.suggest().checkpoint_trial_id == 1  # 3 observed epochs < 2 x max_t: no wait
+    assert s.metadata()["complete_incumbent_delay"] == 0.0
+
+
 def test_completion_is_on_by_default_and_its_arguments_are_checked():
     s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
     assert s.metadata()["complete_incumbent"] is True and s.metadata()["complete_incumbent_after"] == 9
