@@ -158,6 +158,17 @@ register_method("DyHPO-delay8", _ours("DyHPO", complete_incumbent_delay=8.0))
 register_method("DeepPowerLaw-delay8", _ours("DeepPowerLaw", complete_incumbent_delay=8.0))
 
 
+def _dyhpo_refine15(d, cs, configs, seed):
+    """DyHPO's GP refined every 15 observations (version 0.1's fit schedule), the other
+    defaults kept."""
+    from syne_dyhpo.core.policy import FitSchedule
+
+    return _ours("DyHPO", fit_schedule=FitSchedule(refine_every=15, refit_growth=4.0))(d, cs, configs, seed)
+
+
+register_method("DyHPO-refine15", _dyhpo_refine15)
+
+
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
 
