@@ -481,7 +481,9 @@ def test_with_one_worker_the_completion_waits_for_delay_times_max_t_observed_epo
     assert s.metadata()["complete_incumbent_delay"] == delay
 
 
-@pytest.mark.parametrize("workers, delay, started", [(1, 2.0, 8), (1, 4.0, 16), (4, 16.0, 7), (4, 12.0, 6), (4, 0.0, 6)])
+@pytest.mark.parametrize(
+    "workers, delay, started", [(1, 2.0, 8), (1, 4.0, 16), (4, 16.0, 7), (4, 12.0, 6), (4, 0.0, 6)]
+)
 def test_with_four_workers_the_wait_is_a_sixteenth(workers, delay, started):
     # max_t = 4, trial 1 holds the best first epoch: the completion waits for delay * 4 observed
     # epochs with one worker and a sixteenth of that with four, and always for 3 first epochs

@@ -77,7 +77,7 @@ class DecisionMaker:
         trained to ``max_t``; from then on only the incumbent is completed
     """
 
-    # schedulers pickled before the completion existed load without it
+    # schedulers pickled before these options existed load with the behaviour they had
     complete_incumbent = False
     complete_incumbent_after = 9
     complete_incumbent_delay = 0.0
@@ -219,7 +219,8 @@ class DecisionMaker:
         trained to ``max_t`` takes its place). Only once at least ``complete_incumbent_after``
         configurations reported their first epoch (leaders among several, not the first
         configurations tried) and ``complete_incumbent_delay * max_t / num_workers**2`` epochs
-        were observed (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one leader, the trial holding the best score seen so far."""
+        were observed (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one
+        leader, the trial holding the best score seen so far."""
         if self.observations.num_first_epochs < self.complete_incumbent_after:
             return None
         max_t = self.observations.max_t
