@@ -462,32 +462,14 @@ def test_no_completion_before_enough_configs_or_when_switched_off():
     assert s.suggest().spawn_new_trial_id
 
 
-@pytest.mark.parametrize("delay, first_completion", [(0.0, 3), (1.0, 4), (2.0, 8), (2.5, 10)])
-def test_with_one_worker_the_completion_waits_for_delay_times_max_t_observed_epochs(delay, first_completion):
-    # one worker, max_t = 4: the incumbent (trial 1, the best first epoch) is resumed first
-    # once 3 configurations reported epoch 1 and ceil(delay * 4) epochs were observed
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_delay=delay)
-    losses = [0.5, 0.2] + [0.9] * 10
-    for i, loss in enumerate(losses):
-        sug = s.suggest()
-        if not sug.spawn_new_trial_id:
-            break
-        trial = make_trial(i, sug.config)
-        s.on_trial_add(trial)
-        assert report(s, trial, 1, loss) == D.PAUSE
-        s.on_trial_remove(trial)
-    assert sug.checkpoint_trial_id == 1 and len(s.observations.trials) == first_completion
-    assert s.metadata()["complete_incumbent_delay"] == delay
-
-
 @pytest.mark.parametrize(
-    "workers, delay, started", [(1, 2.0, 8), (1, 4.0, 16), (4, 16.0, 7), (4, 12.0, 6), (4, 0.0, 6)]
+    "workers, delay, started",
+    [(1, 0.0, 3), (1, 1.0, 4), (1, 2.0, 8), (1, 2.5, 10), (1, 4.0, 16), (4, 16.0, 7), (4, 12.0, 6), (4, 0.0, 6)],
 )
-def test_with_four_workers_the_wait_is_a_sixteenth(workers, delay, started):
-    # max_t = 4, trial 1 holds the best first epoch: the completion waits for delay * 4 observed
-    # epochs with one worker and a sixteenth of that with four, and always for 3 first epochs
-    # (with four workers, 4 trials start, then one more after each report)
+def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observed_epochs(workers, delay, started):
+    # max_t = 4, trial 1 holds the best first epoch: the completion waits for ceil(delay * 4)
+    # observed epochs with one worker and a sixteenth of that with four, and always for 3 first
+    # epochs (with four workers, 4 trials start, then one more after each report)
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
              complete_incumbent_after=3, complete_incumbent_delay=delay, complete_incumbent_share=0.0)
     running = [start(s, i) for i in range(workers)]
@@ -501,6 +483,7 @@ def test_with_four_workers_the_wait_is_a_sixteenth(workers, delay, started):
         running.append(make_trial(len(s.observations.trials), sug.config))
         s.on_trial_add(running[-1])
     assert sug.checkpoint_trial_id == 1 and len(s.observations.trials) == started
+    assert s.metadata()["complete_incumbent_delay"] == delay
 
 
 def test_a_scheduler_pickled_before_the_delay_existed_completes_without_waiting():
