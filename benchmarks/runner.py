@@ -169,6 +169,24 @@ def _dyhpo_refine15(d, cs, configs, seed):
 register_method("DyHPO-refine15", _dyhpo_refine15)
 
 
+def _dyhpo_refine15_committed(committed: int) -> MethodFactory:
+    """``DyHPO-refine15`` whose first ``committed`` completions are trained to ``max_t``."""
+
+    def factory(d, cs, configs, seed):
+        from syne_dyhpo.core.policy import FitSchedule
+
+        schedule = FitSchedule(refine_every=15, refit_growth=4.0)
+        return _ours("DyHPO", fit_schedule=schedule, committed_completions=committed)(d, cs, configs, seed)
+
+    return factory
+
+
+register_method("DyHPO-r15-commit1", _dyhpo_refine15_committed(1))
+register_method("DyHPO-r15-commit2", _dyhpo_refine15_committed(2))
+register_method("DeepPowerLaw-commit1", _ours("DeepPowerLaw", committed_completions=1))
+register_method("DeepPowerLaw-commit2", _ours("DeepPowerLaw", committed_completions=2))
+
+
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
 

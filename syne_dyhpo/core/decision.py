@@ -75,6 +75,10 @@ class DecisionMaker:
         completed
     :param complete_leaders_until_trained: the share holds until the first configuration is
         trained to ``max_t``; from then on only the incumbent is completed
+    :param committed_completions: the first this many trials the completion chooses are
+        completed to ``max_t`` even when overtaken later (a committed trial is resumed whenever
+        it may get the next segment); later choices stop being completed when they drop out
+        of the leaders
     """
 
     # schedulers pickled before these options existed load with the behaviour they had
@@ -83,6 +87,8 @@ class DecisionMaker:
     complete_incumbent_delay = 0.0
     complete_incumbent_share = 0.0
     complete_leaders_until_trained = False
+    committed_completions = 0
+    committed: tuple[int, ...] = ()
     num_completions = 0
 
     def __init__(
@@ -101,6 +107,7 @@ class DecisionMaker:
         complete_incumbent_share: float = 0.5,
         complete_leaders_until_trained: bool = False,
         complete_incumbent_delay: float = 0.0,
+        committed_completions: int = 0,
     ):
         self.policy = policy
         self.observations = observations
@@ -116,6 +123,9 @@ class DecisionMaker:
         self.complete_incumbent_delay = complete_incumbent_delay
         self.complete_incumbent_share = complete_incumbent_share
         self.complete_leaders_until_trained = complete_leaders_until_trained
+        self.committed_completions = committed_completions
+        #: trials chosen by the completion while commitments were left, in order
+        self.committed: tuple[int, ...] = ()
         self.num_completions = 0
         self.num_decisions = 0
         self.num_fallbacks = 0
@@ -213,17 +223,23 @@ class DecisionMaker:
         return max(1, int(np.floor(self.complete_incumbent_share * num_workers)))
 
     def _champion(self, records: list[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
-        """The best-scoring leader among ``records`` that has not reached ``max_t``, or None;
-        leaders are the trials whose best scores rank in the top :meth:`num_leaders` of all
-        trials (running and finished ones included: a leader on another worker or already
-        trained to ``max_t`` takes its place). Only once at least ``complete_incumbent_after``
-        configurations reported their first epoch (leaders among several, not the first
-        configurations tried) and ``complete_incumbent_delay * max_t / num_workers**2`` epochs
-        were observed (see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one
-        leader, the trial holding the best score seen so far."""
+        """The trial the completion resumes, or None: a committed trial below ``max_t`` among
+        ``records`` if there is one, else the best-scoring leader among ``records`` that has
+        not reached ``max_t``. Leaders are the trials whose best scores rank in the top
+        :meth:`num_leaders` of all trials (running and finished ones included: a leader on
+        another worker or already trained to ``max_t`` takes its place). Only once at least
+        ``complete_incumbent_after`` configurations reported their first epoch (leaders among
+        several, not the first configurations tried) and ``complete_incumbent_delay * max_t /
+        num_workers**2`` epochs were observed (see
+        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one leader, the trial
+        holding the best score seen so far. The first ``committed_completions`` trials chosen
+        are committed."""
+        max_t = self.observations.max_t
+        committed = [r for r in records if r.trial_id in self.committed and r.last_epoch < max_t]
+        if committed:
+            return max(committed, key=self.observations.best_of)
         if self.observations.num_first_epochs < self.complete_incumbent_after:
             return None
-        max_t = self.observations.max_t
         if self.observations.num_observations < self.complete_incumbent_delay * max_t / num_workers**2:
             return None
         threshold = self.observations.leader_threshold(self.num_leaders(num_workers))
@@ -232,8 +248,10 @@ class DecisionMaker:
         champion, champion_best = None, -np.inf
         for record in records:
             best = self.observations.best_of(record)
-            if best >= threshold and best > champion_best and record.last_epoch < self.observations.max_t:
+            if best >= threshold and best > champion_best and record.last_epoch < max_t:
                 champion, champion_best = record, best
+        if champion is not None and len(self.committed) < self.committed_completions:
+            self.committed = (*self.committed, champion.trial_id)
         return champion
 
     def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:

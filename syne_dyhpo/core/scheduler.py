@@ -138,6 +138,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param complete_leaders_until_trained: the share holds only until the first
         configuration is trained to ``max_t``; from then on only the incumbent is completed
         (more workers explore). Defaults to False (:class:`~syne_dyhpo.DyHPO`: True)
+    :param committed_completions: the first this many trials the completion chooses are
+        trained to ``max_t`` even when another trial overtakes them (each is resumed whenever
+        it may get the next segment); later choices are completed only while they lead.
+        Defaults to 0
     """
 
     def __init__(
@@ -164,6 +168,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         complete_incumbent_delay: float = 2.0,
         complete_incumbent_share: float = 0.5,
         complete_leaders_until_trained: bool = False,
+        committed_completions: int = 0,
     ):
         if random_seed is not None and (isinstance(random_seed, bool) or int(random_seed) != random_seed):
             raise ValueError(f"random_seed must be an integer or None, got {random_seed!r}")
@@ -204,6 +209,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(
                 f"complete_leaders_until_trained must be True or False, got {complete_leaders_until_trained!r}"
             )
+        if isinstance(committed_completions, bool) or not (
+            isinstance(committed_completions, (int, np.integer)) and committed_completions >= 0
+        ):
+            raise ValueError(f"committed_completions must be an integer >= 0, got {committed_completions!r}")
         if not sh_reduction_factor > 1.0:
             raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
@@ -242,6 +251,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             complete_incumbent_share=float(complete_incumbent_share),
             complete_leaders_until_trained=complete_leaders_until_trained,
             complete_incumbent_delay=float(complete_incumbent_delay),
+            committed_completions=int(committed_completions),
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -355,6 +365,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "complete_incumbent_delay": self._decider.complete_incumbent_delay,
             "complete_incumbent_share": self._decider.complete_incumbent_share,
             "complete_leaders_until_trained": self._decider.complete_leaders_until_trained,
+            "committed_completions": self._decider.committed_completions,
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
