@@ -486,14 +486,16 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
     assert s.metadata()["complete_incumbent_delay"] == delay
 
 
-def test_a_scheduler_pickled_before_the_delay_existed_completes_without_waiting():
+def test_a_scheduler_pickled_before_the_delay_and_commitments_existed_completes_as_it_did():
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_delay=2.0)
-    # unpickling restores the instance's __dict__: one written by version 0.2.0 lacks the delay
-    del s._decider.__dict__["complete_incumbent_delay"]
+             complete_incumbent_after=3, complete_incumbent_delay=2.0, committed_completions=1)
+    # unpickling restores the instance's __dict__: one written by version 0.2.0 lacks both
+    for name in ("complete_incumbent_delay", "committed_completions", "committed"):
+        del s._decider.__dict__[name]
     _report_first_epochs(s, [0.5, 0.2, 0.9])
     assert s.suggest().checkpoint_trial_id == 1  # 3 observed epochs < 2 x max_t: no wait
     assert s.metadata()["complete_incumbent_delay"] == 0.0
+    assert s.metadata()["committed_completions"] == 0 and s._decider.committed == ()  # nothing committed
 
 
 def test_completion_is_on_by_default_and_its_arguments_are_checked():
@@ -508,6 +510,10 @@ def test_completion_is_on_by_default_and_its_arguments_are_checked():
         with pytest.raises(ValueError, match="complete_incumbent_share must be a number in \\[0, 1\\]"):
             make(lambda tid, c: 0.0, complete_incumbent_share=value)
     assert s.metadata()["complete_leaders_until_trained"] is False
+    assert s.metadata()["committed_completions"] == 0
+    for value in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="committed_completions must be an integer >= 0"):
+            make(lambda tid, c: 0.0, committed_completions=value)
     with pytest.raises(ValueError, match="complete_leaders_until_trained must be True or False, got 1"):
         make(lambda tid, c: 0.0, complete_leaders_until_trained=1)
     for value in (0, 2.5, True, "9"):
@@ -530,6 +536,31 @@ def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes
     assert report(s, t0, 1, 0.05) == D.CONTINUE
     assert report(s, t1, 2, 0.2) == D.PAUSE
     assert s.metadata()["num_completions"] == 2
+
+
+@pytest.mark.parametrize("committed", [0, 1, 2])
+def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed):
+    # one leader; the policy always prefers new configurations: only the completion resumes
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2,
+             complete_incumbent_share=0.0, committed_completions=committed)
+    t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
+    assert report(s, t1, 1, 0.1) == D.PAUSE
+    s.on_trial_remove(t1)
+    assert s.suggest().spawn_new_trial_id  # one configuration seen: the policy decides
+    assert report(s, t2, 1, 0.5) == D.PAUSE
+    s.on_trial_remove(t2)
+    assert s.suggest().checkpoint_trial_id == 1  # the first completion: t1
+    assert report(s, t0, 1, 0.05) == D.CONTINUE  # t0 takes the lead: the second completion
+    # t1 was overtaken: committed, it goes on; otherwise it is left to the policy
+    assert report(s, t1, 2, 0.2) == (D.CONTINUE if committed >= 1 else D.PAUSE)
+    t3 = start(s, 3)
+    assert report(s, t3, 1, 0.01) == D.CONTINUE  # t3 leads now
+    assert report(s, t0, 2, 0.3) == (D.CONTINUE if committed >= 2 else D.PAUSE)
+    if committed >= 1:
+        assert report(s, t1, 3, 0.2) == D.CONTINUE
+        assert report(s, t1, 4, 0.2) == D.STOP  # trained to max_t: the commitment ends
+    assert s._decider.committed == (1, 0)[:committed]
+    assert s.metadata()["committed_completions"] == committed
 
 
 @pytest.mark.parametrize("share, leaders", [(0.5, 2), (0.0, 1), (0.25, 1), (1.0, 4)])

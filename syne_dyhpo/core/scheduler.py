@@ -51,6 +51,30 @@ _ACTIONS = {
 }
 
 
+def _checked_flag(name: str, value: Any) -> bool:
+    """``value`` if it is True or False, else a ValueError naming the argument."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _checked_integer(name: str, value: Any, minimum: int) -> int:
+    """``value`` as an int if it is an integer (not a bool) >= ``minimum``, else a ValueError."""
+    if isinstance(value, bool) or not (isinstance(value, (int, np.integer)) and value >= minimum):
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _checked_number(name: str, value: Any, low: float, high: float, expected: str) -> float:
+    """``value`` as a float if it is a real number (not a bool) in ``[low, high]``, else a
+    ValueError saying it must be ``expected``."""
+    if isinstance(value, bool) or not (
+        isinstance(value, (int, float, np.integer, np.floating)) and low <= value <= high
+    ):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return float(value)
+
+
 class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     """Pause-and-resume scheduler that gives one budget step at a time to the candidate its
     policy scores best.
@@ -189,30 +213,16 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
         if not 0.0 <= sh_probability <= 1.0:
             raise ValueError(f"sh_probability must be in [0, 1], got {sh_probability}")
-        if not isinstance(complete_incumbent, bool):
-            raise ValueError(f"complete_incumbent must be True or False, got {complete_incumbent!r}")
-        if isinstance(complete_incumbent_after, bool) or not (
-            isinstance(complete_incumbent_after, (int, np.integer)) and complete_incumbent_after >= 1
-        ):
-            raise ValueError(f"complete_incumbent_after must be an integer >= 1, got {complete_incumbent_after!r}")
-        if isinstance(complete_incumbent_delay, bool) or not (
-            isinstance(complete_incumbent_delay, (int, float, np.integer, np.floating))
-            and 0.0 <= complete_incumbent_delay < np.inf
-        ):
-            raise ValueError(f"complete_incumbent_delay must be a finite number >= 0, got {complete_incumbent_delay!r}")
-        if isinstance(complete_incumbent_share, bool) or not (
-            isinstance(complete_incumbent_share, (int, float, np.integer, np.floating))
-            and 0.0 <= complete_incumbent_share <= 1.0
-        ):
-            raise ValueError(f"complete_incumbent_share must be a number in [0, 1], got {complete_incumbent_share!r}")
-        if not isinstance(complete_leaders_until_trained, bool):
-            raise ValueError(
-                f"complete_leaders_until_trained must be True or False, got {complete_leaders_until_trained!r}"
-            )
-        if isinstance(committed_completions, bool) or not (
-            isinstance(committed_completions, (int, np.integer)) and committed_completions >= 0
-        ):
-            raise ValueError(f"committed_completions must be an integer >= 0, got {committed_completions!r}")
+        complete_incumbent = _checked_flag("complete_incumbent", complete_incumbent)
+        complete_incumbent_after = _checked_integer("complete_incumbent_after", complete_incumbent_after, 1)
+        complete_incumbent_delay = _checked_number(
+            "complete_incumbent_delay", complete_incumbent_delay, 0.0, sys.float_info.max, "a finite number >= 0"
+        )
+        complete_incumbent_share = _checked_number(
+            "complete_incumbent_share", complete_incumbent_share, 0.0, 1.0, "a number in [0, 1]"
+        )
+        complete_leaders_until_trained = _checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
+        committed_completions = _checked_integer("committed_completions", committed_completions, 0)
         if not sh_reduction_factor > 1.0:
             raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
@@ -247,11 +257,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             sh_reduction_factor=float(sh_reduction_factor),
             max_paused_checkpoints=max_paused_checkpoints,
             complete_incumbent=complete_incumbent,
-            complete_incumbent_after=int(complete_incumbent_after),
-            complete_incumbent_share=float(complete_incumbent_share),
+            complete_incumbent_after=complete_incumbent_after,
+            complete_incumbent_share=complete_incumbent_share,
             complete_leaders_until_trained=complete_leaders_until_trained,
-            complete_incumbent_delay=float(complete_incumbent_delay),
-            committed_completions=int(committed_completions),
+            complete_incumbent_delay=complete_incumbent_delay,
+            committed_completions=committed_completions,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
