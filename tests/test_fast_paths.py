@@ -23,9 +23,11 @@ from syne_dyhpo.search_space import ConfigEncoder, to_native
 from syne_dyhpo.surrogates.deep_kernel_gp import (
     DeepKernelGP,
     DeepKernelGPConfig,
+    _Posterior,
     gpytorch_posterior,
     model_inputs,
     negative_mll,
+    rbf,
 )
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -281,6 +283,28 @@ def fitted_gp():
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=30))
     gp.fit(normalised(obs, transform), from_scratch=True, seed=0)
     return gp, obs, curves, transform
+
+
+def test_kernel_entries_below_exp_minus_700_are_zero_and_the_others_gpytorchs():
+    # distances of 0.5 to 60 lengthscales: exp(-d^2 / 2) from 0.88 down to exp(-1800)
+    z = torch.tensor([[0.0], [0.5], [20.0], [37.0], [38.0], [60.0]], dtype=torch.float64)
+    lengthscale, outputscale = torch.tensor(1.0, dtype=torch.float64), torch.tensor(2.0, dtype=torch.float64)
+    kernel = gpytorch.kernels.ScaleKernel(gpytorch.kernels.RBFKernel()).double()
+    kernel.base_kernel.lengthscale, kernel.outputscale = lengthscale, outputscale
+    reference = kernel(z, z).to_dense().detach()
+    half_sq = (z - z.T).square() / 2
+    for values in (rbf(z, z, lengthscale, outputscale), _scaled_kernel(z, outputscale)):
+        near = half_sq <= 700
+        assert torch.all(values[~near] == 0) and (~near).any()
+        np.testing.assert_allclose(values[near].numpy(), reference[near].numpy(), rtol=1e-9, atol=0)
+        assert (values[near] > 0).all()
+
+
+def _scaled_kernel(z: torch.Tensor, outputscale: torch.Tensor) -> torch.Tensor:
+    """The prediction path's kernel (``_Posterior.kernel``) between features already scaled."""
+    post = _Posterior(0, np.arange(len(z)), 1, len(z), torch.zeros(1, 1, dtype=torch.float64), 1.0, float(outputscale))
+    sq = z.square().sum(dim=1)
+    return post.kernel(z, sq, z, sq)
 
 
 def test_negative_mll_and_gradients_equal_gpytorch(fitted_gp):
