@@ -55,14 +55,18 @@ class MultiFidelityLogEI(LogExpectedImprovement):
 
 #: Default training schedule of DyHPO's GP. The paper's (:func:`paper_fit_schedule`: refine
 #: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined on evidence of misfit (``refine_on_misfit=0.01``:
-#: the GP's one-step-ahead errors since its last training fail a sign test at level 0.01), at
-#: the latest every 100 observations, and retrained from scratch when the data has grown
-#: 4-fold, while every decision still conditions the GP on all data. Until version 0.1.0 the
-#: default refined every 15 observations (``FitSchedule(refine_every=15, refit_growth=4.0)``),
-#: which on the 24 development LCBench tasks (1 worker) has lower anytime regret at 50 and 100 %
-#: of the budget for 1.5x the CPU (``benchmarks/RESULTS.md``, ``DyHPO-refine15``).
-DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
+#: authors' code); here the kernel is refined (warm start) every 15 observations and retrained
+#: from scratch when the data has grown 4-fold, while every decision still conditions the GP on
+#: all data.
+DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=15, refit_growth=4.0)
+
+#: A cheaper schedule for large studies: the kernel refined on evidence of misfit
+#: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
+#: sign test at level 0.01), at the latest every 100 observations. About 1.5x less CPU per
+#: 1000-epoch run than :data:`DEFAULT_FIT_SCHEDULE`, but higher anytime regret at 50 and 100 % of
+#: the budget on the 24 development LCBench tasks with one worker (``benchmarks/RESULTS.md``,
+#: ``DyHPO-misfit``; ``docs/speed.md``).
+MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
 #: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
@@ -90,7 +94,7 @@ class DyHPO(FreezeThawScheduler):
         :data:`DEFAULT_GP_CONFIG`; ``DeepKernelGPConfig()`` is the paper's
     :param fit_schedule: when the GP is refitted from scratch / refined / only conditioned on
         new data. Defaults to :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the
-        authors'
+        authors', :data:`MISFIT_FIT_SCHEDULE` a cheaper one
     :param condition_on_running: with several workers, condition the GP's predictions on the
         results the running trials will report at the end of their segments, as if each came
         out at its predicted mean (the kriging believer of asynchronous BO; not in the paper,
