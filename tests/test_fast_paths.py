@@ -511,6 +511,26 @@ def test_policy_refines_on_evidence_of_misfit_and_at_the_latest_on_the_clock():
         FitSchedule(refine_every=1, refine_on_misfit=1.5)
 
 
+def test_refines_every_refine_every_observations_or_a_fraction_of_all_whichever_is_more():
+    schedule = FitSchedule(refine_every=15, refine_every_fraction=0.01)
+    assert [schedule.refine_interval(n) for n in (1, 1500, 1501, 5000, 10_000)] == [15, 15, 16, 50, 100]
+    assert FitSchedule(refine_every=15).refine_interval(10_000) == 15  # the default: the clock only
+    for value in (0.0, -0.5, math.inf, math.nan):
+        with pytest.raises(ValueError, match="refine_every_fraction must be a finite number > 0 or None"):
+            FitSchedule(refine_every=15, refine_every_fraction=value)
+    surrogate = RecordingSurrogate()
+    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
+                             FitSchedule(refine_every=2, refine_every_fraction=0.25))
+    obs = Observations(max_t=50, do_minimize=False)
+    obs.add_trial(0, {}, np.zeros(1))
+    for epoch in range(1, 21):
+        obs.add_result(0, epoch, 1.0)  # constant: the transform never gets outdated
+        policy.fit(obs, seed=0)
+    # scratch at 1; then refined once max(2, ceil(n / 4)) rows arrived since the last: 3, 5, 7, 10, 14, 19
+    refined_at = [n + 1 for n, call in enumerate(surrogate.calls) if call == "refine"]
+    assert surrogate.calls[0] == "scratch" and refined_at == [3, 5, 7, 10, 14, 19]
+
+
 def test_torch_threads_restores_the_setting():
     before = torch.get_num_threads()
     with torch_threads(1):
