@@ -171,6 +171,24 @@ register_method("DyHPO-delay8", _dyhpo_misfit(complete_incumbent_delay=8.0))
 register_method("DeepPowerLaw-delay8", _ours("DeepPowerLaw", complete_incumbent_delay=8.0))
 
 
+def _dyhpo_gp(**gp_options: Any) -> MethodFactory:
+    """DyHPO with its default GP settings changed by ``gp_options`` (speed variants)."""
+
+    def factory(d, cs, configs, seed):
+        from dataclasses import replace
+
+        from syne_dyhpo.methods.dyhpo import DEFAULT_GP_CONFIG
+
+        return _ours("DyHPO", surrogate_config=replace(DEFAULT_GP_CONFIG, **gp_options))(d, cs, configs, seed)
+
+    return factory
+
+
+# cheaper training: the kernel trained on at most 64 observations; refines of at most 20 epochs
+register_method("DyHPO-fit64", _dyhpo_gp(max_fit_points=64))
+register_method("DyHPO-refine20", _dyhpo_gp(refine_iterations=20))
+
+
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
 
