@@ -165,9 +165,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param committed_completions: the first this many trials the completion chooses are
         trained to ``max_t`` even when another trial overtakes them (each is resumed whenever
         it may get the next segment); later choices are completed only while they lead. A
-        trained model early: with 2 and 4 workers, no development LCBench run was left without
-        one at a quarter of the budget, but the first trained models were weaker and early
-        exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
+        trained model early: with 2 commitments and 4 workers, no development LCBench run was
+        left without one at a quarter of the budget, but the first trained models were weaker
+        and early exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
     """
 
     def __init__(
