@@ -52,6 +52,7 @@ def make(prefer, **kw):
     kw.setdefault("complete_incumbent", False)
     # the completion's tests count first epochs; the wait in observed epochs has its own
     kw.setdefault("complete_incumbent_delay", 0.0)
+    kw.setdefault("commit_completion_after", None)  # it has its own test
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
                                random_seed=0, **kw)
 
@@ -490,7 +491,8 @@ def test_a_scheduler_pickled_before_the_delay_and_commitments_existed_completes_
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
              complete_incumbent_after=3, complete_incumbent_delay=2.0, committed_completions=1)
     # unpickling restores the instance's __dict__: one written by version 0.2.0 lacks both
-    for name in ("complete_incumbent_delay", "committed_completions", "committed"):
+    for name in ("complete_incumbent_delay", "committed_completions", "committed", "commit_completion_after",
+                 "completing"):
         del s._decider.__dict__[name]
     _report_first_epochs(s, [0.5, 0.2, 0.9])
     assert s.suggest().checkpoint_trial_id == 1  # 3 observed epochs < 2 x max_t: no wait
@@ -510,7 +512,10 @@ def test_completion_is_on_by_default_and_its_arguments_are_checked():
         with pytest.raises(ValueError, match="complete_incumbent_share must be a number in \\[0, 1\\]"):
             make(lambda tid, c: 0.0, complete_incumbent_share=value)
     assert s.metadata()["complete_leaders_until_trained"] is False
-    assert s.metadata()["committed_completions"] == 0
+    assert s.metadata()["committed_completions"] == 0 and s.metadata()["commit_completion_after"] == 0.5
+    for value in (0, -0.5, 1.5, True, "half", float("nan")):
+        with pytest.raises(ValueError, match="commit_completion_after must be None or a number in \\(0, 1\\]"):
+            make(lambda tid, c: 0.0, commit_completion_after=value)
     for value in (-1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="committed_completions must be an integer >= 0"):
             make(lambda tid, c: 0.0, committed_completions=value)
@@ -561,6 +566,28 @@ def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed
         assert report(s, t1, 4, 0.2) == D.STOP  # trained to max_t: the commitment ends
     assert s._decider.committed == (1, 0)[:committed]
     assert s.metadata()["committed_completions"] == committed
+
+
+@pytest.mark.parametrize("max_t, after, goes_on", [(4, 0.5, True), (6, 0.5, False), (4, None, False), (4, 1.0, False)])
+def test_a_completed_trial_past_commit_completion_after_goes_on_to_max_t_when_overtaken(max_t, after, goes_on):
+    # one leader; the policy always prefers new configurations: only the completion resumes
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=max_t, complete_incumbent=True,
+             complete_incumbent_after=2, complete_incumbent_share=0.0, commit_completion_after=after)
+    t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
+    assert report(s, t1, 1, 0.1) == D.PAUSE
+    s.on_trial_remove(t1)
+    assert s.suggest().spawn_new_trial_id  # one configuration seen: the policy decides
+    assert report(s, t2, 1, 0.5) == D.PAUSE
+    s.on_trial_remove(t2)
+    assert s.suggest().checkpoint_trial_id == 1  # the completion resumes t1
+    assert report(s, t0, 1, 0.05) == D.CONTINUE  # t0 takes the lead
+    # t1 reaches epoch 2, overtaken: it goes on if 2 epochs are at least after x max_t
+    assert report(s, t1, 2, 0.2) == (D.CONTINUE if goes_on else D.PAUSE)
+    if goes_on:
+        for epoch in range(3, max_t):
+            assert report(s, t1, epoch, 0.2) == D.CONTINUE
+        assert report(s, t1, max_t, 0.2) == D.STOP
+    assert s.metadata()["commit_completion_after"] == after
 
 
 @pytest.mark.parametrize("share, leaders", [(0.5, 2), (0.0, 1), (0.25, 1), (1.0, 4)])

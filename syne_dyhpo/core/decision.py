@@ -9,6 +9,7 @@ without touching any trial: the scheduler carries it out. The flow is one way: o
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -79,6 +80,8 @@ class DecisionMaker:
         completed to ``max_t`` even when overtaken later (a committed trial is resumed whenever
         it may get the next segment); later choices stop being completed when they drop out
         of the leaders
+    :param commit_completion_after: a trial the completion has resumed and that has reached
+        this fraction of ``max_t`` is completed to ``max_t`` even when overtaken (None: never)
     """
 
     # schedulers pickled before these options existed load with the behaviour they had
@@ -89,6 +92,8 @@ class DecisionMaker:
     complete_leaders_until_trained = False
     committed_completions = 0
     committed: tuple[int, ...] = ()
+    commit_completion_after: float | None = None
+    completing: frozenset[int] = frozenset()
     num_completions = 0
 
     def __init__(
@@ -108,6 +113,7 @@ class DecisionMaker:
         complete_leaders_until_trained: bool = False,
         complete_incumbent_delay: float = 0.0,
         committed_completions: int = 0,
+        commit_completion_after: float | None = None,
     ):
         self.policy = policy
         self.observations = observations
@@ -126,6 +132,9 @@ class DecisionMaker:
         self.committed_completions = committed_completions
         #: trials chosen by the completion while commitments were left, in order
         self.committed: tuple[int, ...] = ()
+        self.commit_completion_after = commit_completion_after
+        #: trials the completion has resumed (with ``commit_completion_after``)
+        self.completing: frozenset[int] = frozenset()
         self.num_completions = 0
         self.num_decisions = 0
         self.num_fallbacks = 0
@@ -224,18 +233,24 @@ class DecisionMaker:
 
     def _champion(self, records: list[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
         """The trial the completion resumes, or None: a committed trial below ``max_t`` among
-        ``records`` if there is one, else the best-scoring leader among ``records`` that has
-        not reached ``max_t``. Leaders are the trials whose best scores rank in the top
+        ``records`` if there is one (one of the first ``committed_completions`` choices, or a
+        trial the completion resumed before that has reached ``commit_completion_after *
+        max_t``), else the best-scoring leader among ``records`` that has not reached
+        ``max_t``. Leaders are the trials whose best scores rank in the top
         :meth:`num_leaders` of all trials (running and finished ones included: a leader on
         another worker or already trained to ``max_t`` takes its place). Only once at least
         ``complete_incumbent_after`` configurations reported their first epoch (leaders among
         several, not the first configurations tried) and ``complete_incumbent_delay * max_t /
         num_workers**2`` epochs were observed (see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one leader, the trial
-        holding the best score seen so far. The first ``committed_completions`` trials chosen
-        are committed."""
+        holding the best score seen so far."""
         max_t = self.observations.max_t
-        committed = [r for r in records if r.trial_id in self.committed and r.last_epoch < max_t]
+        commit_epoch = math.inf if self.commit_completion_after is None else self.commit_completion_after * max_t
+        committed = [
+            r for r in records
+            if r.last_epoch < max_t
+            and (r.trial_id in self.committed or (r.trial_id in self.completing and r.last_epoch >= commit_epoch))
+        ]
         if committed:
             return max(committed, key=self.observations.best_of)
         if self.observations.num_first_epochs < self.complete_incumbent_after:
@@ -252,6 +267,8 @@ class DecisionMaker:
                 champion, champion_best = record, best
         if champion is not None and len(self.committed) < self.committed_completions:
             self.committed = (*self.committed, champion.trial_id)
+        if champion is not None and self.commit_completion_after is not None:
+            self.completing = self.completing | {champion.trial_id}
         return champion
 
     def _sh_promotion(self, records: list[TrialRecord]) -> TrialRecord | None:
