@@ -139,36 +139,44 @@ register_method("DyHPO-paper", _ours("DyHPO", "paper"))
 register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 register_method("DyHPO-SH", _ours("DyHPO", "sh"))
 register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
-# DyHPO's variants below were measured when its GP was refined on evidence of misfit (now
-# ``dyhpo.MISFIT_FIT_SCHEDULE``); each pins that schedule, as its runs had it
+# The variants below were measured before a completed trial past half of max_t was finished
+# (``commit_completion_after``; it changes decisions with several workers only): each pins
+# that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now
+# ``dyhpo.MISFIT_FIT_SCHEDULE``), except where the name says otherwise.
+def _earlier(class_name: str, **options: Any) -> MethodFactory:
+    return _ours(class_name, **{"commit_completion_after": None, **options})
+
+
 def _dyhpo_misfit(**options: Any) -> MethodFactory:
-    return _ours("DyHPO", fit_schedule="misfit", **options)
+    return _earlier("DyHPO", fit_schedule="misfit", **options)
 
 
-# the defaults before DyHPO refined every 15 observations
+# the defaults before this change, and before DyHPO refined every 15 observations
+register_method("DyHPO-no-finish", _earlier("DyHPO"))
+register_method("DeepPowerLaw-no-finish", _earlier("DeepPowerLaw"))
 register_method("DyHPO-misfit", _dyhpo_misfit())
 # the first two trials the completion chooses are trained to max_t even when overtaken
-register_method("DyHPO-commit2", _ours("DyHPO", committed_completions=2))
-register_method("DeepPowerLaw-commit2", _ours("DeepPowerLaw", committed_completions=2))
+register_method("DyHPO-commit2", _earlier("DyHPO", committed_completions=2))
+register_method("DeepPowerLaw-commit2", _earlier("DeepPowerLaw", committed_completions=2))
 register_method("DyHPO-no-completion", _dyhpo_misfit(complete_incumbent=False))
-register_method("DeepPowerLaw-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
+register_method("DeepPowerLaw-no-completion", _earlier("DeepPowerLaw", complete_incumbent=False))
 # measured before two leaders became the default: with one leader, as its runs were
 register_method("DyHPO-believer", _dyhpo_misfit(condition_on_running=True, complete_incumbent_share=0.0))
 register_method("DyHPO-one-leader", _dyhpo_misfit(complete_incumbent_share=0.0))
-register_method("DeepPowerLaw-one-leader", _ours("DeepPowerLaw", complete_incumbent_share=0.0))
+register_method("DeepPowerLaw-one-leader", _earlier("DeepPowerLaw", complete_incumbent_share=0.0))
 register_method("DyHPO-leaders", _dyhpo_misfit(complete_leaders_until_trained=False))
-register_method("DeepPowerLaw-leaders-first", _ours("DeepPowerLaw", complete_leaders_until_trained=True))
+register_method("DeepPowerLaw-leaders-first", _earlier("DeepPowerLaw", complete_leaders_until_trained=True))
 register_method("DyHPO-three-leaders-first", _dyhpo_misfit(complete_incumbent_share=0.75))
 # the completion waits for 50 first epochs (as many configurations as one completion costs
 # epochs: max_t = 50 on every development benchmark) instead of 2 x max_t observed epochs
 register_method("DyHPO-after50", _dyhpo_misfit(complete_incumbent_after=50, complete_incumbent_delay=0.0))
-register_method("DeepPowerLaw-after50", _ours("DeepPowerLaw", complete_incumbent_after=50, complete_incumbent_delay=0.0))
+register_method("DeepPowerLaw-after50", _earlier("DeepPowerLaw", complete_incumbent_after=50, complete_incumbent_delay=0.0))
 # no wait in observed epochs (version 0.2.0's completion)
 register_method("DyHPO-no-delay", _dyhpo_misfit(complete_incumbent_delay=0.0))
-register_method("DeepPowerLaw-no-delay", _ours("DeepPowerLaw", complete_incumbent_delay=0.0))
+register_method("DeepPowerLaw-no-delay", _earlier("DeepPowerLaw", complete_incumbent_delay=0.0))
 # with 4 workers, a wait of 25 epochs (delay 2 divided by the workers rather than their square)
 register_method("DyHPO-delay8", _dyhpo_misfit(complete_incumbent_delay=8.0))
-register_method("DeepPowerLaw-delay8", _ours("DeepPowerLaw", complete_incumbent_delay=8.0))
+register_method("DeepPowerLaw-delay8", _earlier("DeepPowerLaw", complete_incumbent_delay=8.0))
 
 
 def _dyhpo_gp(**gp_options: Any) -> MethodFactory:
