@@ -528,8 +528,9 @@ def test_completion_is_on_by_default_and_its_arguments_are_checked():
         make(lambda tid, c: 0.0, complete_incumbent="yes")
 
 
-def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes_on():
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2)
+def _t1_completed_then_overtaken_by_t0(s):
+    """Three workers, one leader, the completion after 2 first epochs: t1 leads and is resumed
+    by the completion, then t0 takes the lead while t1 runs. Returns (t0, t1)."""
     t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
     assert report(s, t1, 1, 0.1) == D.PAUSE  # one configuration seen: the policy decides
     s.on_trial_remove(t1)
@@ -537,9 +538,14 @@ def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes
     assert report(s, t2, 1, 0.5) == D.PAUSE  # two seen: the paused leader t1 is next
     s.on_trial_remove(t2)
     assert s.suggest().checkpoint_trial_id == 1
-    # t0 takes the lead while t1 runs: t0 goes on, t1 is left to the policy when it reports
-    assert report(s, t0, 1, 0.05) == D.CONTINUE
-    assert report(s, t1, 2, 0.2) == D.PAUSE
+    assert report(s, t0, 1, 0.05) == D.CONTINUE  # t0 takes the lead while t1 runs: it goes on
+    return t0, t1
+
+
+def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes_on():
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2)
+    t0, t1 = _t1_completed_then_overtaken_by_t0(s)
+    assert report(s, t1, 2, 0.2) == D.PAUSE  # overtaken: left to the policy
     assert s.metadata()["num_completions"] == 2
 
 
@@ -548,14 +554,7 @@ def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed
     # one leader; the policy always prefers new configurations: only the completion resumes
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2,
              complete_incumbent_share=0.0, committed_completions=committed)
-    t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
-    assert report(s, t1, 1, 0.1) == D.PAUSE
-    s.on_trial_remove(t1)
-    assert s.suggest().spawn_new_trial_id  # one configuration seen: the policy decides
-    assert report(s, t2, 1, 0.5) == D.PAUSE
-    s.on_trial_remove(t2)
-    assert s.suggest().checkpoint_trial_id == 1  # the first completion: t1
-    assert report(s, t0, 1, 0.05) == D.CONTINUE  # t0 takes the lead: the second completion
+    t0, t1 = _t1_completed_then_overtaken_by_t0(s)  # t1 is the first completion, t0 the second
     # t1 was overtaken: committed, it goes on; otherwise it is left to the policy
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if committed >= 1 else D.PAUSE)
     t3 = start(s, 3)
@@ -573,14 +572,7 @@ def test_a_completed_trial_past_commit_completion_after_goes_on_to_max_t_when_ov
     # one leader; the policy always prefers new configurations: only the completion resumes
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=max_t, complete_incumbent=True,
              complete_incumbent_after=2, complete_incumbent_share=0.0, commit_completion_after=after)
-    t0, t1, t2 = start(s, 0), start(s, 1), start(s, 2)
-    assert report(s, t1, 1, 0.1) == D.PAUSE
-    s.on_trial_remove(t1)
-    assert s.suggest().spawn_new_trial_id  # one configuration seen: the policy decides
-    assert report(s, t2, 1, 0.5) == D.PAUSE
-    s.on_trial_remove(t2)
-    assert s.suggest().checkpoint_trial_id == 1  # the completion resumes t1
-    assert report(s, t0, 1, 0.05) == D.CONTINUE  # t0 takes the lead
+    t0, t1 = _t1_completed_then_overtaken_by_t0(s)
     # t1 reaches epoch 2, overtaken: it goes on if 2 epochs are at least after x max_t
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if goes_on else D.PAUSE)
     if goes_on:
