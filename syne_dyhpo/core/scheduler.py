@@ -233,11 +233,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         complete_leaders_until_trained = _checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
         committed_completions = _checked_integer("committed_completions", committed_completions, 0)
         if commit_completion_after is not None:
+            # the smallest positive float as the lower bound: (0, 1]
             commit_completion_after = _checked_number(
-                "commit_completion_after", commit_completion_after, 0.0, 1.0, "None or a number in (0, 1]"
+                "commit_completion_after", commit_completion_after, math.ulp(0.0), 1.0, "None or a number in (0, 1]"
             )
-            if commit_completion_after == 0:
-                raise ValueError("commit_completion_after must be None or a number in (0, 1], got 0")
         if not sh_reduction_factor > 1.0:
             raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
         if num_initial_random < 0:
