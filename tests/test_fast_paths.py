@@ -4,6 +4,7 @@ the bounded conditioning set when it covers all rows, pickling, vectorised sampl
 
 from __future__ import annotations
 
+import copy
 import math
 import pickle
 from dataclasses import replace
@@ -23,12 +24,13 @@ from syne_dyhpo.search_space import ConfigEncoder, to_native
 from syne_dyhpo.surrogates.deep_kernel_gp import (
     DeepKernelGP,
     DeepKernelGPConfig,
+    FeatureExtractor,
+    _GPModel,
     _Posterior,
     gpytorch_posterior,
     model_inputs,
-    negative_mll,
-    rbf,
 )
+from syne_dyhpo.surrogates.marginal_likelihood import negative_mll, negative_mll_and_gradients, rbf
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble, PowerLawNets, train_step
@@ -322,6 +324,60 @@ def test_negative_mll_and_gradients_equal_gpytorch(fitted_gp):
     assert float(value.detach()) == pytest.approx(float(reference.detach()), rel=1e-9)
     for g, r in zip(grads, ref_grads):
         np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-5, atol=1e-7)
+
+
+def _closed_form_against_autograd(model, inputs: torch.Tensor, targets: torch.Tensor) -> None:
+    """Loss, gradients and BatchNorm's running statistics of one training step, closed form
+    against autograd through :func:`negative_mll`, from copies of the same model."""
+    reference_model, model = copy.deepcopy(model), copy.deepcopy(model)
+    named = list(reference_model.named_parameters())
+    reference = negative_mll(reference_model, inputs, targets)
+    reference_grads = torch.autograd.grad(reference, [p for _, p in named])
+    value, grads = negative_mll_and_gradients(model, targets, model.extractor.prepare(inputs))
+    assert value == pytest.approx(float(reference.detach()), rel=1e-12)
+    assert set(grads) == {name for name, _ in named}
+    for (name, _), expected in zip(named, reference_grads):
+        assert grads[name].shape == expected.shape and grads[name].dtype == expected.dtype, name
+        scale = float(expected.abs().max())
+        np.testing.assert_allclose(grads[name].numpy(), expected.numpy(), rtol=1e-4, atol=1e-6 * scale + 1e-12, err_msg=name)
+    expected_state, state = reference_model.state_dict(), model.state_dict()
+    for key in ("extractor.config_layer.1.running_mean", "extractor.config_layer.1.running_var",
+                "extractor.config_layer.1.num_batches_tracked"):
+        assert torch.allclose(state[key], expected_state[key], rtol=1e-6), key
+    assert int(state["extractor.config_layer.1.num_batches_tracked"]) >= 1
+
+
+def test_closed_form_gradients_equal_autograd_on_a_fitted_gp(fitted_gp):
+    gp = fitted_gp[0]
+    gp._model.train()
+    gp._likelihood.train()
+    _closed_form_against_autograd(gp._model, gp._model.train_inputs[0], gp._model.train_targets)
+
+
+@pytest.mark.parametrize("lengthscale", [1e-3, 1.0])
+def test_closed_form_gradients_equal_autograd_with_ties_cut_off_entries_and_large_raw_values(lengthscale):
+    # budget-1 rows (no curve: all convolution positions tie), a lengthscale that puts most
+    # pairs beyond the kernel's cut-off (1e-3) or none (1.0), and a raw noise above softplus's
+    # threshold, where the transform is the identity
+    rng = np.random.RandomState(3)
+    n, d, t = 40, 3, 6
+    budget = rng.randint(1, t + 1, n)
+    budget[:10] = 1
+    curves = np.full((n, t), np.nan)
+    for i in range(n):
+        curves[i, : budget[i] - 1] = rng.rand(budget[i] - 1)
+    inputs = model_inputs(rng.rand(n, d), budget, curves, t)
+    targets = torch.from_numpy(rng.randn(n))
+    torch.manual_seed(0)
+    likelihood = gpytorch.likelihoods.GaussianLikelihood()
+    model = _GPModel(inputs, targets, likelihood, FeatureExtractor(d, t, DeepKernelGPConfig()))
+    for module in (model.mean_module, model.covar_module, likelihood):
+        module.to(torch.float64)
+    model.covar_module.base_kernel.lengthscale = lengthscale
+    likelihood.noise_covar.raw_noise.data.fill_(25.0)
+    model.train()
+    likelihood.train()
+    _closed_form_against_autograd(model, inputs, targets)
 
 
 @pytest.mark.parametrize(

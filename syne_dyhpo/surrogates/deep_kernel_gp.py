@@ -17,8 +17,9 @@ Deliberate differences from the code (not from the paper):
 How it is computed (same numbers as gpytorch's generic path, which the tests use as the
 reference, at a fraction of the cost):
 - training maximises the same exact marginal likelihood as gpytorch's
-  ``ExactMarginalLogLikelihood`` (:func:`negative_mll`), computed directly from the kernel
-  matrix's Cholesky factor, with Adam on flat moment buffers (:mod:`.optim`);
+  ``ExactMarginalLogLikelihood``, computed directly from the kernel matrix's Cholesky factor
+  with its gradient in closed form (:mod:`.marginal_likelihood`), and Adam on flat moment
+  buffers (:mod:`.optim`);
 - between trainings the Cholesky factor of the conditioning rows is extended row by row
   (O(n) per row and candidate), and each candidate's whitened cross-covariance
   ``v = L^-1 k(X, x)`` is kept, keyed by the candidate's exact input, and extended as rows
@@ -46,6 +47,7 @@ from torch import nn
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
+from syne_dyhpo.surrogates.marginal_likelihood import _MAX_HALF_SQ_DIST, negative_mll_and_gradients
 from syne_dyhpo.surrogates.optim import Adam
 
 logger = logging.getLogger(__name__)
@@ -189,65 +191,6 @@ def _robust_cholesky(matrix: torch.Tensor, max_tries: int = 4) -> torch.Tensor:
     if int(info) == 0:
         return chol
     raise NotPSDError(f"kernel matrix not positive definite even with jitter {jitter / 10:.1e}")
-
-
-def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: int = 4) -> torch.Tensor:
-    """Cholesky factor as gpytorch's ``psd_safe_cholesky`` takes it in training (with the
-    settings of :func:`_cholesky_settings`): jitter 1e-6, 1e-5, ... added only on failure."""
-    chol, info = torch.linalg.cholesky_ex(matrix)
-    if not torch.any(info):
-        return chol
-    if torch.isnan(matrix).any():
-        raise NanError("kernel matrix has NaN entries")
-    eye = torch.eye(len(matrix), dtype=matrix.dtype)
-    for i in range(max_tries):
-        chol, info = torch.linalg.cholesky_ex(matrix + jitter * 10**i * eye)
-        if not torch.any(info):
-            return chol
-    raise NotPSDError(f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}")
-
-
-#: Kernel entries ``exp(-d^2 / 2)`` below ``exp(-700)`` (1e-304: points more than ~37
-#: lengthscales apart) are set to 0, a change far below float64's resolution of any sum they
-#: enter (exp underflows to exactly 0 below -745 anyway). It keeps ``exp`` out of its underflow
-#: path, and the arithmetic after it out of subnormal numbers: on x86 an ``exp`` whose result is
-#: below 2.2e-308 costs 30-250x a normal one (measured: 128 x 128 entries 9 us at -700, 0.3-2.7
-#: ms below -708). Where a trained kernel puts most pairs of rows that far apart (random
-#: targets), a training step costs 15 % less; on a simulated LCBench run (Australian, seed 0)
-#: the scheduler's CPU was 2 % lower, with the same decisions.
-_MAX_HALF_SQ_DIST = 700.0
-
-
-def rbf(z1: torch.Tensor, z2: torch.Tensor, lengthscale: torch.Tensor, outputscale: torch.Tensor) -> torch.Tensor:
-    """``ScaleKernel(RBFKernel())`` of gpytorch, by the same formula (squared distances by the
-    quadratic expansion around the mean of ``z1``, clamped at 0), except that entries below
-    ``exp(-700)`` are 0 (:data:`_MAX_HALF_SQ_DIST`)."""
-    z1 = z1 / lengthscale
-    z2 = z2 / lengthscale
-    centre = z1.mean(-2, keepdim=True)
-    z1, z2 = z1 - centre, z2 - centre
-    sq = z1.pow(2).sum(-1, keepdim=True) - 2.0 * z1 @ z2.T + z2.pow(2).sum(-1, keepdim=True).T
-    far = sq > 2 * _MAX_HALF_SQ_DIST
-    return outputscale * sq.clamp(0, 2 * _MAX_HALF_SQ_DIST).div(-2.0).exp().masked_fill(far, 0.0)
-
-
-def negative_mll(model: "_GPModel", inputs: torch.Tensor, targets: torch.Tensor, prepared=None) -> torch.Tensor:
-    """``-ExactMarginalLogLikelihood(likelihood, model)(model(inputs), targets)`` of gpytorch
-    (the log density of the targets under the prior with the noise added, divided by the
-    number of rows), computed from the Cholesky factor of the kernel matrix.
-
-    :param prepared: ``model.extractor.prepare(inputs)`` if already computed
-    """
-    extractor = model.extractor
-    z = extractor.embed(*(prepared if prepared is not None else extractor.prepare(inputs))).double()
-    k = rbf(z, z, model.covar_module.base_kernel.lengthscale, model.covar_module.outputscale)
-    k = k + model.likelihood.noise * torch.eye(len(z), dtype=k.dtype)
-    chol = _training_cholesky(k)
-    diff = (targets - model.mean_module.constant).unsqueeze(-1)
-    whitened = torch.linalg.solve_triangular(chol, diff, upper=False)
-    n = len(targets)
-    log_det = 2.0 * chol.diagonal().log().sum()
-    return 0.5 * (whitened.square().sum() + log_det + n * math.log(2 * math.pi)) / n
 
 
 def gpytorch_posterior(surrogate: "DeepKernelGP", inputs: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
@@ -519,26 +462,27 @@ class DeepKernelGP:
         likelihood.train()
         inputs, targets = model.train_inputs[0], model.train_targets
         prepared = model.extractor.prepare(inputs)
-        params = list(model.parameters())
-        adam = Adam(params, lr=self.config.lr)
+        names, params = zip(*model.named_parameters())
+        adam = Adam(list(params), lr=self.config.lr)
+        # weights and BatchNorm statistics, snapshot by clones of the tensors themselves
+        # (state_dict() walks the module tree at each call: 0.1 ms of a 1.9 ms step)
+        state = [t for t in model.state_dict(keep_vars=True).values()]
         best_loss, best_state, since_best = np.inf, None, 0
         for _ in range(iterations):
-            for p in params:
-                p.grad = None
-            loss = negative_mll(model, inputs, targets, prepared)
-            loss.backward()
-            adam.step([p.grad for p in params])
-            value = float(loss.detach())
+            value, grads = negative_mll_and_gradients(model, targets, prepared)
+            adam.step([grads[name] for name in names])
             if not np.isfinite(value):
                 raise NanError("non-finite marginal likelihood")
             if value < best_loss - 1e-6:
-                best_loss, best_state, since_best = value, self._state(), 0
+                best_loss, best_state, since_best = value, [t.detach().clone() for t in state], 0
             else:
                 since_best += 1
                 if since_best >= self.config.patience:
                     break
         if best_state is not None:
-            self._load_state(best_state)
+            with torch.no_grad():
+                for tensor, best in zip(state, best_state):
+                    tensor.copy_(best)
 
     def _features(self, inputs: torch.Tensor) -> torch.Tensor:
         return self._model.extractor(inputs.float()).double()
