@@ -198,6 +198,29 @@ def test_adam_over_mixed_dtypes_equals_torch_adam():
         np.testing.assert_allclose(r.detach().numpy(), p.numpy(), rtol=1e-6, atol=1e-6)
 
 
+def test_adam_pickled_with_flat_moment_buffers_steps_on_as_before():
+    # the layout written before the fused kernel: one flat moment buffer per dtype
+    params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
+    adam = Adam([p.clone() for p in params], lr=0.1)
+    grads = [[torch.randn_like(p) for p in params] for _ in range(6)]
+    for g in grads[:3]:
+        adam.step(g)
+
+    def flat(moments):
+        return {dtype: torch.cat([moments[i].reshape(-1) for i in idx]) for dtype, idx in adam.groups.items()}
+
+    legacy = {"params": [p.clone() for p in adam.params], "lr": adam.lr, "betas": adam.betas, "eps": adam.eps,
+              "groups": adam.groups, "exp_avg": flat(adam.exp_avg), "exp_avg_sq": flat(adam.exp_avg_sq), "steps": adam.steps}
+    restored = pickle.loads(pickle.dumps(legacy))
+    old = Adam.__new__(Adam)
+    old.__setstate__(restored)
+    for g in grads[3:]:
+        adam.step(g)
+        old.step(g)
+    for p, q in zip(adam.params, old.params):
+        assert torch.equal(p, q)
+
+
 def power_law_data(n: int = 60, seed: int = 0):
     from syne_dyhpo.core.observations import TrainingData
 

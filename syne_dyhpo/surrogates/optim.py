@@ -7,9 +7,12 @@ import torch
 
 
 class Adam:
-    """Adam (Kingma & Ba, 2015) as ``torch.optim.Adam`` computes it with its defaults (betas
-    0.9, 0.999, eps 1e-8, no weight decay, no amsgrad), on one flat buffer of moments per
-    dtype: a handful of tensor ops per step. Plain tensors: pickles as it is.
+    """Adam (Kingma & Ba, 2015) as ``torch.optim.Adam(fused=True)`` computes it with its
+    defaults (betas 0.9, 0.999, eps 1e-8, no weight decay, no amsgrad): one call of torch's
+    fused kernel per dtype, the one ``torch.optim.Adam(fused=True)`` makes, without its
+    wrapper (per step on DeepPowerLaw's ensemble, ~90k floats: 86 us against the wrapper's
+    143 and 245 for the same arithmetic as separate tensor operations). Plain tensors: pickles
+    as it is.
 
     :param params: the tensors to update in place
     :param lr: learning rate
@@ -18,46 +21,55 @@ class Adam:
     def __init__(self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
         self.params = list(params)
         self.lr, self.betas, self.eps = lr, betas, eps
-        self.groups: dict[torch.dtype, list[int]] = {}
+        self.groups: dict[torch.dtype, list[int]] = {}  # the kernel takes one dtype per call
         for i, p in enumerate(self.params):
             self.groups.setdefault(p.dtype, []).append(i)
-        self.exp_avg = {dt: torch.zeros(sum(self.params[i].numel() for i in idx), dtype=dt) for dt, idx in self.groups.items()}
-        self.exp_avg_sq = {dt: torch.zeros_like(m) for dt, m in self.exp_avg.items()}
+        self.exp_avg = [torch.zeros_like(p) for p in self.params]
+        self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
         self.steps = 0
+
+    def __setstate__(self, state: dict) -> None:
+        # pickles written before the fused kernel held one flat moment buffer per dtype
+        self.__dict__.update(state)
+        if isinstance(self.exp_avg, dict):
+            self.exp_avg, self.exp_avg_sq = self._unflatten(state["exp_avg"]), self._unflatten(state["exp_avg_sq"])
+
+    def _unflatten(self, flat: dict[torch.dtype, torch.Tensor]) -> list[torch.Tensor]:
+        offsets: dict[torch.dtype, int] = {}
+        moments = []
+        for p in self.params:
+            start = offsets.get(p.dtype, 0)
+            moments.append(flat[p.dtype][start : start + p.numel()].view_as(p).clone())
+            offsets[p.dtype] = start + p.numel()
+        return moments
 
     @torch.no_grad()
     def step(self, grads: list[torch.Tensor]) -> None:
         """One Adam step with ``grads`` (one per parameter, in order)."""
-        beta1, beta2 = self.betas
         self.steps += 1
-        bias_correction1 = 1 - beta1**self.steps
-        bias_correction2_sqrt = (1 - beta2**self.steps) ** 0.5
-        for dtype, idx in self.groups.items():
-            grad = torch.cat([grads[i].reshape(-1) for i in idx])
-            exp_avg, exp_avg_sq = self.exp_avg[dtype], self.exp_avg_sq[dtype]
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            denom = exp_avg_sq.sqrt().div_(bias_correction2_sqrt).add_(self.eps)
-            update = torch.div(exp_avg, denom, out=denom).mul_(-self.lr / bias_correction1)
-            offset = 0
-            for i in idx:
-                p = self.params[i]
-                p.add_(update[offset : offset + p.numel()].view_as(p))
-                offset += p.numel()
+        step = torch.tensor(float(self.steps))  # the kernel reads the step count, as torch keeps it
+        for idx in self.groups.values():
+            torch._fused_adam_(
+                [self.params[i] for i in idx],
+                [grads[i] for i in idx],
+                [self.exp_avg[i] for i in idx],
+                [self.exp_avg_sq[i] for i in idx],
+                [],
+                [step] * len(idx),
+                lr=self.lr,
+                beta1=self.betas[0],
+                beta2=self.betas[1],
+                weight_decay=0.0,
+                eps=self.eps,
+                amsgrad=False,
+                maximize=False,
+            )
 
     def load_torch_state(self, state: dict) -> None:
         """Takes over the moments of a ``torch.optim.Adam`` state dict over the same params."""
         if not state.get("state"):
             return
-        offsets = {}
-        for dtype, idx in self.groups.items():
-            pos = 0
-            for i in idx:
-                offsets[i] = (dtype, pos)
-                pos += self.params[i].numel()
         for i, s in state["state"].items():
-            dtype, pos = offsets[int(i)]
-            size = self.params[int(i)].numel()
-            self.exp_avg[dtype][pos : pos + size] = s["exp_avg"].reshape(-1)
-            self.exp_avg_sq[dtype][pos : pos + size] = s["exp_avg_sq"].reshape(-1)
+            self.exp_avg[int(i)].copy_(s["exp_avg"].reshape(self.params[int(i)].shape))
+            self.exp_avg_sq[int(i)].copy_(s["exp_avg_sq"].reshape(self.params[int(i)].shape))
             self.steps = int(s["step"])
