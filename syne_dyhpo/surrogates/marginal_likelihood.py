@@ -14,8 +14,9 @@ many backward, and autograd's graph and backward pass cost more than their arith
   ``4 (diag(S 1) - S) z`` with ``S = -G * K_f / 2`` (``K_f`` the RBF part of ``K``, 0 where the
   kernel is cut off, :data:`_MAX_HALF_SQ_DIST`).
 - Through the feature extractor (float32, as its forward pass): LeakyReLU, the linear layers,
-  the curve convolution's max over positions and BatchNorm (torch's own ``native_batch_norm`` and its backward, which also update the
-  running statistics as the module's forward does in training).
+  the curve convolution's max over positions and BatchNorm (torch's own ``native_batch_norm``
+  and its backward; the forward also updates the running statistics, as the module's forward
+  does in training).
 - The positive hyperparameters are gpytorch's softplus transforms of raw parameters, whose
   derivative is the sigmoid.
 
@@ -26,6 +27,7 @@ autograd through :func:`negative_mll`.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from linear_operator.utils.errors import NanError, NotPSDError
@@ -116,6 +118,111 @@ def _leaky_backward(grad: torch.Tensor, pre_activation: torch.Tensor) -> torch.T
     return torch.where(pre_activation > 0, grad, grad * _LEAKY_SLOPE)
 
 
+@dataclass
+class _ExtractorPass:
+    """The feature extractor's forward pass in training mode, with what its backward needs."""
+
+    hidden: torch.Tensor  # config layer before BatchNorm
+    normed: torch.Tensor  # after BatchNorm, before LeakyReLU
+    save_mean: torch.Tensor  # BatchNorm's batch statistics
+    save_invstd: torch.Tensor
+    argmax: torch.Tensor  # maximising convolution position per row and channel
+    joined: torch.Tensor  # input of the output layer
+    out: torch.Tensor  # output layer before LeakyReLU
+    z: torch.Tensor  # features, float64
+
+
+def _extractor_forward(extractor: nn.Module, config_budget: torch.Tensor, windows: torch.Tensor) -> _ExtractorPass:
+    """``FeatureExtractor.embed`` in training mode (BatchNorm on batch statistics, its running
+    statistics updated)."""
+    linear1, batch_norm = extractor.config_layer[0], extractor.config_layer[1]
+    conv, linear2 = extractor.curve_conv, extractor.output_layer[0]
+    hidden = torch.addmm(linear1.bias, config_budget, linear1.weight.T)
+    batch_norm.num_batches_tracked.add_(1)
+    normed, save_mean, save_invstd = torch.ops.aten.native_batch_norm(
+        hidden, batch_norm.weight, batch_norm.bias, batch_norm.running_mean, batch_norm.running_var,
+        True, batch_norm.momentum, batch_norm.eps,
+    )
+    per_position = windows @ conv.weight.reshape(conv.out_channels, -1).T + conv.bias  # (n, t, channels)
+    curve_features, argmax = per_position.max(dim=1)
+    joined = torch.cat([nn.functional.leaky_relu(normed, _LEAKY_SLOPE), curve_features], dim=1)
+    out = torch.addmm(linear2.bias, joined, linear2.weight.T)
+    z = nn.functional.leaky_relu(out, _LEAKY_SLOPE).double()
+    return _ExtractorPass(hidden, normed, save_mean, save_invstd, argmax, joined, out, z)
+
+
+def _gp_loss_and_gradients(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+    """The negative marginal likelihood of the targets given features ``z``, its gradient
+    with respect to the GP's hyperparameters (by raw parameter name) and to ``z``
+    (Rasmussen & Williams, Eq. 5.9)."""
+    covar, likelihood = model.covar_module, model.likelihood
+    n = len(targets)
+    lengthscale = covar.base_kernel.lengthscale.reshape(())
+    outputscale = covar.outputscale
+    scaled, _, _, unscaled = _rbf_terms(z, z, lengthscale)
+    k = outputscale * unscaled
+    k.diagonal().add_(likelihood.noise.reshape(()))
+    chol = _training_cholesky(k)
+    residual = (targets - model.mean_module.constant).unsqueeze(-1)
+    whitened = torch.linalg.solve_triangular(chol, residual, upper=False)
+    log_det = 2.0 * chol.diagonal().log().sum()
+    loss = 0.5 * (whitened.square().sum() + log_det + n * math.log(2 * math.pi)) / n
+
+    alpha = torch.linalg.solve_triangular(chol.T, whitened, upper=True)
+    grad_k = (torch.cholesky_inverse(chol) - alpha @ alpha.T).mul_(0.5 / n)
+    grad_noise = grad_k.diagonal().sum()
+    grad_constant = -alpha.sum() / n
+    grad_k_unscaled = grad_k.mul_(unscaled)  # grad_k is not needed after this
+    grad_outputscale = grad_k_unscaled.sum()
+    # 0 where the kernel is cut off; where a distance was clamped at 0 (rounding: z_i = z_j)
+    # the gradient is 0 in exact arithmetic either way
+    grad_sq_dist = grad_k_unscaled.mul_(-0.5 * outputscale)
+    grad_scaled = 4.0 * (grad_sq_dist.sum(1, keepdim=True) * scaled - grad_sq_dist @ scaled)
+    grad_lengthscale = -(grad_scaled * scaled).sum() / lengthscale
+    raw_lengthscale = covar.base_kernel.raw_lengthscale
+    grads = {
+        "likelihood.noise_covar.raw_noise": grad_noise
+        * _softplus_derivative(likelihood.noise_covar.raw_noise, likelihood.noise_covar.raw_noise_constraint),
+        "mean_module.raw_constant": grad_constant.reshape(model.mean_module.raw_constant.shape),
+        "covar_module.raw_outputscale": grad_outputscale
+        * _softplus_derivative(covar.raw_outputscale, covar.raw_outputscale_constraint),
+        "covar_module.base_kernel.raw_lengthscale": (
+            grad_lengthscale * _softplus_derivative(raw_lengthscale, covar.base_kernel.raw_lengthscale_constraint)
+        ).reshape(raw_lengthscale.shape),
+    }
+    return loss, grads, grad_scaled / lengthscale
+
+
+def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, windows: torch.Tensor, forward: _ExtractorPass,
+                         grad_z: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The gradient with respect to the feature extractor's parameters (by name, prefixed
+    ``extractor.``) given the gradient with respect to its output features."""
+    batch_norm, linear2 = extractor.config_layer[1], extractor.output_layer[0]
+    grad_out = _leaky_backward(grad_z.float(), forward.out)
+    grad_joined = grad_out @ linear2.weight
+    hidden_width = forward.normed.shape[1]
+    grad_normed = _leaky_backward(grad_joined[:, :hidden_width], forward.normed)
+    grad_curve = grad_joined[:, hidden_width:]  # (n, channels)
+    grad_hidden, grad_bn_weight, grad_bn_bias = torch.ops.aten.native_batch_norm_backward(
+        grad_normed, forward.hidden, batch_norm.weight, batch_norm.running_mean, batch_norm.running_var,
+        forward.save_mean, forward.save_invstd, True, batch_norm.eps, [True, True, True],
+    )
+    # max over positions: the gradient goes to one maximising window (autograd shares it among
+    # ties: the same sum, as tied windows are in practice identical, or all zero beyond the
+    # curve's end)
+    at_max = windows[torch.arange(len(windows)).unsqueeze(1), forward.argmax]  # (n, channels, window)
+    return {
+        "extractor.config_layer.0.weight": grad_hidden.T @ config_budget,
+        "extractor.config_layer.0.bias": grad_hidden.sum(0),
+        "extractor.config_layer.1.weight": grad_bn_weight,
+        "extractor.config_layer.1.bias": grad_bn_bias,
+        "extractor.curve_conv.weight": torch.einsum("nc,ncw->cw", grad_curve, at_max).reshape(extractor.curve_conv.weight.shape),
+        "extractor.curve_conv.bias": grad_curve.sum(0),
+        "extractor.output_layer.0.weight": grad_out.T @ forward.joined,
+        "extractor.output_layer.0.bias": grad_out.sum(0),
+    }
+
+
 def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
     """``negative_mll(model, inputs, targets, prepared)`` and its gradient with respect to
     each of ``model.named_parameters()``, without autograd; as the module's forward in
@@ -126,91 +233,8 @@ def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared
     :param prepared: ``model.extractor.prepare(inputs)``
     :return: the loss and a dict of gradients keyed by parameter name
     """
-    extractor = model.extractor
-    config_budget, windows = prepared
-    linear1, batch_norm = extractor.config_layer[0], extractor.config_layer[1]
-    conv, linear2 = extractor.curve_conv, extractor.output_layer[0]
-    likelihood = model.likelihood
-    covar = model.covar_module
-    n = len(targets)
     with torch.no_grad():
-        # -- forward, keeping what the backward pass needs --
-        hidden = torch.addmm(linear1.bias, config_budget, linear1.weight.T)
-        batch_norm.num_batches_tracked.add_(1)
-        normed, save_mean, save_invstd = torch.ops.aten.native_batch_norm(
-            hidden, batch_norm.weight, batch_norm.bias, batch_norm.running_mean, batch_norm.running_var,
-            True, batch_norm.momentum, batch_norm.eps,
-        )
-        conv_weight = conv.weight.reshape(conv.out_channels, -1)
-        per_position = windows @ conv_weight.T + conv.bias  # (n, t, channels)
-        curve_features, argmax = per_position.max(dim=1)
-        joined = torch.cat([torch.nn.functional.leaky_relu(normed, _LEAKY_SLOPE), curve_features], dim=1)
-        out = torch.addmm(linear2.bias, joined, linear2.weight.T)
-        z = torch.nn.functional.leaky_relu(out, _LEAKY_SLOPE).double()
-
-        lengthscale = covar.base_kernel.lengthscale.reshape(())
-        outputscale = covar.outputscale
-        scaled, _, _, unscaled = _rbf_terms(z, z, lengthscale)
-        k = outputscale * unscaled
-        k.diagonal().add_(likelihood.noise.reshape(()))
-        chol = _training_cholesky(k)
-        residual = (targets - model.mean_module.constant).unsqueeze(-1)
-        whitened = torch.linalg.solve_triangular(chol, residual, upper=False)
-        log_det = 2.0 * chol.diagonal().log().sum()
-        loss = 0.5 * (whitened.square().sum() + log_det + n * math.log(2 * math.pi)) / n
-
-        # -- backward through the GP (Rasmussen & Williams, Eq. 5.9) --
-        alpha = torch.linalg.solve_triangular(chol.T, whitened, upper=True)
-        grad_k = (torch.cholesky_inverse(chol) - alpha @ alpha.T).mul_(0.5 / n)
-        grad_noise = grad_k.diagonal().sum()
-        grad_constant = -alpha.sum() / n
-        grad_k_unscaled = grad_k.mul_(unscaled)  # grad_k is not needed after this
-        grad_outputscale = grad_k_unscaled.sum()
-        # 0 where the kernel is cut off; where a distance was clamped at 0 (rounding: z_i = z_j)
-        # the gradient is 0 in exact arithmetic either way
-        grad_sq_dist = grad_k_unscaled.mul_(-0.5 * outputscale)
-        grad_scaled = 4.0 * (grad_sq_dist.sum(1, keepdim=True) * scaled - grad_sq_dist @ scaled)
-        grad_lengthscale = -(grad_scaled * scaled).sum() / lengthscale
-        grad_z = (grad_scaled / lengthscale).float()
-
-        # -- backward through the feature extractor --
-        grad_out = _leaky_backward(grad_z, out)
-        grad_linear2_weight = grad_out.T @ joined
-        grad_linear2_bias = grad_out.sum(0)
-        grad_joined = grad_out @ linear2.weight
-        hidden_width = normed.shape[1]
-        grad_normed = _leaky_backward(grad_joined[:, :hidden_width], normed)
-        grad_curve = grad_joined[:, hidden_width:]  # (n, channels)
-        grad_hidden, grad_bn_weight, grad_bn_bias = torch.ops.aten.native_batch_norm_backward(
-            grad_normed, hidden, batch_norm.weight, batch_norm.running_mean, batch_norm.running_var,
-            save_mean, save_invstd, True, batch_norm.eps, [True, True, True],
-        )
-        grad_linear1_weight = grad_hidden.T @ config_budget
-        grad_linear1_bias = grad_hidden.sum(0)
-        # max over positions: the gradient goes to one maximising window (autograd shares it
-        # among ties: the same sum, as tied windows are in practice identical, or all zero
-        # beyond the curve's end)
-        at_max = windows[torch.arange(n).unsqueeze(1), argmax]  # (n, channels, window)
-        grad_conv_weight = torch.einsum("nc,ncw->cw", grad_curve, at_max)
-        grad_conv_bias = grad_curve.sum(0)
-
-        grads = {
-            "likelihood.noise_covar.raw_noise": (
-                grad_noise * _softplus_derivative(likelihood.noise_covar.raw_noise, likelihood.noise_covar.raw_noise_constraint)
-            ),
-            "extractor.config_layer.0.weight": grad_linear1_weight,
-            "extractor.config_layer.0.bias": grad_linear1_bias,
-            "extractor.config_layer.1.weight": grad_bn_weight,
-            "extractor.config_layer.1.bias": grad_bn_bias,
-            "extractor.curve_conv.weight": grad_conv_weight.reshape(conv.weight.shape),
-            "extractor.curve_conv.bias": grad_conv_bias,
-            "extractor.output_layer.0.weight": grad_linear2_weight,
-            "extractor.output_layer.0.bias": grad_linear2_bias,
-            "mean_module.raw_constant": grad_constant.reshape(model.mean_module.raw_constant.shape),
-            "covar_module.raw_outputscale": grad_outputscale * _softplus_derivative(covar.raw_outputscale, covar.raw_outputscale_constraint),
-            "covar_module.base_kernel.raw_lengthscale": (
-                grad_lengthscale
-                * _softplus_derivative(covar.base_kernel.raw_lengthscale, covar.base_kernel.raw_lengthscale_constraint)
-            ).reshape(covar.base_kernel.raw_lengthscale.shape),
-        }
+        forward = _extractor_forward(model.extractor, *prepared)
+        loss, grads, grad_z = _gp_loss_and_gradients(model, forward.z, targets)
+        grads.update(_extractor_gradients(model.extractor, *prepared, forward, grad_z))
     return float(loss), grads
