@@ -18,8 +18,8 @@ How it is computed (same numbers as gpytorch's generic path, which the tests use
 reference, at a fraction of the cost):
 - training maximises the same exact marginal likelihood as gpytorch's
   ``ExactMarginalLogLikelihood``, computed directly from the kernel matrix's Cholesky factor
-  with its gradient in closed form (:mod:`.marginal_likelihood`), and Adam on flat moment
-  buffers (:mod:`.optim`);
+  with its gradient in closed form (:mod:`.marginal_likelihood`; the same gradient as
+  autograd's up to rounding), and Adam by torch's fused kernel (:mod:`.optim`);
 - between trainings the Cholesky factor of the conditioning rows is extended row by row
   (O(n) per row and candidate), and each candidate's whitened cross-covariance
   ``v = L^-1 k(X, x)`` is kept, keyed by the candidate's exact input, and extended as rows

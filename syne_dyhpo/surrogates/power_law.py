@@ -10,10 +10,10 @@ monotonically with the budget. Trained with Adam (lr 1e-3, batch 64) on all obse
 
 The members are trained as one batched module (weights stacked along a member axis), which
 gives the same ensemble as training them one after another at a fraction of the cost. A
-training step computes the loss gradient in closed form and takes the Adam step with fused
-tensor ops (:func:`train_step`): the same numbers as autograd and ``torch.optim.Adam`` (a test
-checks it), at a fifth of the cost for nets this small, where the overhead of autograd and of
-the optimizer's bookkeeping is most of the time.
+training step computes the loss gradient in closed form and takes the Adam step by torch's
+fused kernel (:func:`train_step`, :mod:`.optim`): the same numbers as autograd and
+``torch.optim.Adam`` up to rounding (a test checks it), at a fifth of the cost for nets this
+small, where the overhead of autograd and of the optimizer's bookkeeping is most of the time.
 
 The model predicts a loss; scores (maximised, normalised by the policy's outcome transform)
 are negated on the way in and out.
