@@ -197,6 +197,41 @@ register_method("DyHPO-fit64", _dyhpo_gp(max_fit_points=64))
 register_method("DyHPO-refine20", _dyhpo_gp(refine_iterations=20))
 
 
+def _dyhpo_refine_every(interval: int) -> MethodFactory:
+    """DyHPO refining its GP every ``interval`` observations (default schedule otherwise)."""
+
+    def factory(d, cs, configs, seed):
+        from dataclasses import replace
+
+        from syne_dyhpo.methods.dyhpo import DEFAULT_FIT_SCHEDULE
+
+        return _ours("DyHPO", fit_schedule=replace(DEFAULT_FIT_SCHEDULE, refine_every=interval))(d, cs, configs, seed)
+
+    return factory
+
+
+# the GP refined every 15 observations (version 0.1's interval and the default until refines
+# became rarer than one decision in 20: ``dyhpo.DEFAULT_FIT_SCHEDULE``)
+register_method("DyHPO-every15", _dyhpo_refine_every(15))
+
+
+def _recorded(commit: str, method: str) -> MethodFactory:
+    """Runs kept under this name were recorded by the code of ``commit``; today's code does
+    not reproduce them (rounding differences that change decisions), so it does not run
+    them: check out that commit and run ``method`` there."""
+
+    def factory(d, cs, configs, seed):
+        raise ValueError(f"runs under this name were recorded at commit {commit}: check it out and run {method!r} there")
+
+    return factory
+
+
+# the defaults before DyHPO's GP was trained with a closed-form gradient and Adam ran on torch's
+# fused kernel (same objective and updates up to rounding, which training amplifies)
+register_method("DyHPO-643b520", _recorded("643b520", "DyHPO"))
+register_method("DeepPowerLaw-643b520", _recorded("643b520", "DeepPowerLaw"))
+
+
 def _v01(class_name: str) -> MethodFactory:
     """The defaults of version 0.1 (when issues 12 and 15 were filed) on today's code."""
 

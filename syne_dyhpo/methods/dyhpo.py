@@ -55,12 +55,15 @@ class MultiFidelityLogEI(LogExpectedImprovement):
 
 #: Default training schedule of DyHPO's GP. The paper's (:func:`paper_fit_schedule`: refine
 #: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined (warm start) every 15 observations and retrained
+#: authors' code); here the kernel is refined (warm start) every 21 observations and retrained
 #: from scratch when the data has grown 4-fold, while every decision still conditions the GP on
-#: all data. Beyond 1500 observations, refines come every 1 % of the data
-#: (``refine_every_fraction``: every 50 observations at 5,000), which bounds a large study's
-#: decision latency (``docs/speed.md``) and leaves runs of up to 1500 observations unchanged.
-DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=15, refit_growth=4.0, refine_every_fraction=0.01)
+#: all data. 21: fewer than one decision in 20 refines (a refine costs several times a decision
+#: without one), so the 95th percentile of decision latency is not a refine (``docs/speed.md``);
+#: every 15, as in version 0.1, is ``replace(DEFAULT_FIT_SCHEDULE, refine_every=15)`` (1.2x the
+#: CPU, regret level on the development tasks: ``benchmarks/RESULTS.md``, ``DyHPO-every15``).
+#: Beyond 2100 observations, refines come every 1 % of the data (``refine_every_fraction``:
+#: every 50 observations at 5,000), which bounds a large study's decision latency.
+DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=21, refit_growth=4.0, refine_every_fraction=0.01)
 
 #: A cheaper schedule for large studies: the kernel refined on evidence of misfit
 #: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
