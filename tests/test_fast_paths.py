@@ -378,10 +378,10 @@ def test_closed_form_gradients_equal_autograd_on_a_fitted_gp(fitted_gp):
 
 
 @pytest.mark.parametrize("lengthscale", [1e-3, 1.0])
-def test_closed_form_gradients_equal_autograd_with_ties_cut_off_entries_and_large_raw_values(lengthscale):
-    # budget-1 rows (no curve: all convolution positions tie), a lengthscale that puts most
-    # pairs beyond the kernel's cut-off (1e-3) or none (1.0), and a raw noise above softplus's
-    # threshold, where the transform is the identity
+def test_closed_form_gradients_equal_autograd_with_ties_and_cut_off_entries(lengthscale):
+    # budget-1 rows (no curve: all convolution positions tie) and curves with repeated values
+    # (identical windows tie), a lengthscale that puts most pairs beyond the kernel's cut-off
+    # (1e-3) or none (1.0)
     rng = np.random.RandomState(3)
     n, d, t = 40, 3, 6
     budget = rng.randint(1, t + 1, n)
@@ -389,6 +389,8 @@ def test_closed_form_gradients_equal_autograd_with_ties_cut_off_entries_and_larg
     curves = np.full((n, t), np.nan)
     for i in range(n):
         curves[i, : budget[i] - 1] = rng.rand(budget[i] - 1)
+    budget[10:20] = t
+    curves[10:20, : t - 1] = 0.5  # a plateau
     inputs = model_inputs(rng.rand(n, d), budget, curves, t)
     targets = torch.from_numpy(rng.randn(n))
     torch.manual_seed(0)
@@ -397,7 +399,6 @@ def test_closed_form_gradients_equal_autograd_with_ties_cut_off_entries_and_larg
     for module in (model.mean_module, model.covar_module, likelihood):
         module.to(torch.float64)
     model.covar_module.base_kernel.lengthscale = lengthscale
-    likelihood.noise_covar.raw_noise.data.fill_(25.0)
     model.train()
     likelihood.train()
     _closed_form_against_autograd(model, inputs, targets)
