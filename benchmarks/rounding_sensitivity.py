@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+from dataclasses import replace
 from collections.abc import Callable
 
 import numpy as np
@@ -55,7 +56,7 @@ def synthetic_gp(n_trials: int, max_t: int, seed: int) -> DeepKernelGP:
     transform = ScoreTransform()
     transform.fit(obs.all_scores())
     raw = obs.training_data()
-    data = type(raw)(**{**raw.__dict__, "y": transform(raw.y), "curves": transform.curves(raw.curves)})
+    data = replace(raw, y=transform(raw.y), curves=transform.curves(raw.curves), version=(raw.version, transform.version))
     gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=1))  # one step: built, near the initial weights
     gp.fit(data, from_scratch=True, seed=seed)
     return gp
