@@ -214,6 +214,10 @@ def _dyhpo_refine_every(interval: int) -> MethodFactory:
 # became rarer than one decision in 20: ``dyhpo.DEFAULT_FIT_SCHEDULE``)
 register_method("DyHPO-every15", _dyhpo_refine_every(15))
 
+# fewer new configurations scored per decision (default 256): the whitening of new candidates
+# against the conditioning set is the largest share of a decision (docs/speed.md)
+register_method("DyHPO-cand64", _ours("DyHPO", num_candidates=64))
+
 
 def _recorded(commit: str, method: str) -> MethodFactory:
     """Runs kept under this name were recorded by the code of ``commit``; today's code does
