@@ -458,6 +458,26 @@ def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpyto
         assert len(gp._posterior._contiguous) < gp._posterior.size  # the appended block was used
 
 
+def test_candidate_cache_of_a_new_posterior_starts_at_the_size_the_last_one_grew_to(fitted_gp, monkeypatch):
+    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+
+    monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", 4096)
+    gp, obs, curves, transform = fitted_gp
+    rng = np.random.RandomState(2)
+    for _ in range(3):  # 3 x 200 new inputs: the cache grows by doubling, past 256 slots
+        cands = candidates_of(obs, transform, rng.rand(200, 2))
+        gp.predict(cands, cands.budget)
+    grown = len(gp._posterior.cand_len)
+    assert grown > 512
+    gp._load_state(gp._good_state)  # new weights version: the posterior is rebuilt
+    cands = candidates_of(obs, transform, rng.rand(10, 2))
+    mean, std = gp.predict(cands, cands.budget)
+    assert len(gp._posterior.cand_len) == grown  # allocated at once, not regrown from 256
+    gp_mean, gp_std = gpytorch_posterior(gp, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+    np.testing.assert_allclose(mean, gp_mean, atol=1e-6)
+    np.testing.assert_allclose(std, gp_std, rtol=1e-4, atol=1e-6)
+
+
 def test_misfit_errors_are_standardised_one_step_ahead_errors(fitted_gp):
     gp, obs, curves, transform = fitted_gp
     gp.config.predict_noisy = True
