@@ -96,6 +96,45 @@ def test_deep_kernel_gp_refine_and_condition_keep_predicting():
     assert np.all(np.isfinite(m1)) and np.all(np.isfinite(m2)) and np.all(s2 > 0)
 
 
+def test_deep_kernel_gp_training_keeps_the_weights_of_the_best_loss_seen(monkeypatch):
+    import torch
+
+    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+
+    losses = []
+    loss_and_gradients = dkgp.negative_mll_and_gradients
+
+    def recorded(*args):
+        value, grads = loss_and_gradients(*args)
+        losses.append(value)
+        return value, grads
+
+    monkeypatch.setattr(dkgp, "negative_mll_and_gradients", recorded)
+    rng = np.random.RandomState(3)
+    x, curves = saturating_curves(rng, 12, 10)
+    obs = Observations(max_t=10, do_minimize=False)
+    for tid in range(12):
+        obs.add_trial(tid, {}, x[tid])
+        for epoch in range(1, 2 + tid % 4):
+            obs.add_result(tid, epoch, curves[tid, epoch - 1])
+    norm = Normalised(obs)
+    gp = DeepKernelGP(DeepKernelGPConfig(max_iterations=60, refine_iterations=30, patience=5))
+    for from_scratch, seed in ((True, 0), (False, 1)):
+        losses.clear()
+        gp.fit(norm.data(), from_scratch=from_scratch, seed=seed)
+        assert len(losses) >= 6
+        model = gp._model
+        model.train()
+        inputs, targets = model.train_inputs[0], model.train_targets
+        running = {k: v.clone() for k, v in model.state_dict().items() if "running" in k}
+        value, _ = loss_and_gradients(model, targets, model.extractor.prepare(inputs))
+        model.load_state_dict(running, strict=False)  # the evaluation moved BatchNorm's statistics
+        # the loss of the weights kept is the smallest seen (Adam's step after it is not kept)
+        assert value == min(losses)
+        if from_scratch:
+            assert value < losses[0]
+
+
 def test_power_law_ensemble_extrapolates_from_first_epochs():
     rng = np.random.RandomState(0)
     max_t, n = 50, 40

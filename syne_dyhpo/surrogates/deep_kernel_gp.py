@@ -480,15 +480,17 @@ class DeepKernelGP:
         best_loss, best_state, since_best = np.inf, None, 0
         for _ in range(iterations):
             value, grads = negative_mll_and_gradients(model, targets, prepared)
-            adam.step([grads[name] for name in names])
             if not np.isfinite(value):
                 raise NanError("non-finite marginal likelihood")
+            # the weights the loss was evaluated at, before Adam moves them: what is restored
+            # at the end has the best loss seen, not that of the step after it
             if value < best_loss - 1e-6:
                 best_loss, best_state, since_best = value, [t.detach().clone() for t in state], 0
             else:
                 since_best += 1
                 if since_best >= self.config.patience:
                     break
+            adam.step([grads[name] for name in names])
         if best_state is not None:
             with torch.no_grad():
                 for tensor, best in zip(state, best_state):
