@@ -234,6 +234,9 @@ def _recorded(commit: str, method: str) -> MethodFactory:
 # fused kernel (same objective and updates up to rounding, which training amplifies)
 register_method("DyHPO-643b520", _recorded("643b520", "DyHPO"))
 register_method("DeepPowerLaw-643b520", _recorded("643b520", "DeepPowerLaw"))
+# DyHPO before its GP training kept the weights of the best loss seen (it kept those of the
+# Adam step after it)
+register_method("DyHPO-89e9055", _recorded("89e9055", "DyHPO"))
 
 
 def _v01(class_name: str) -> MethodFactory:

@@ -70,7 +70,8 @@ class DeepKernelGPConfig:
     :param lr: Adam learning rate. Defaults to 0.1 (paper)
     :param max_iterations: most epochs of a fit from scratch. Defaults to 1000
     :param refine_iterations: most epochs of a warm-started refinement. Defaults to 50
-    :param patience: stop after this many epochs without improving the loss. Defaults to 10
+    :param patience: stop after this many epochs without improving the loss; the weights
+        with the best loss seen are kept. Defaults to 10
     :param max_fit_points: train the kernel on at most this many observations (a random
         subset drawn per fit; predictions always condition on all of them). An exact-GP
         training epoch costs O(n^3); None trains on all (paper). Defaults to None
