@@ -67,10 +67,11 @@ DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=21, refit_growth=4.0, refine_eve
 
 #: A cheaper schedule for large studies: the kernel refined on evidence of misfit
 #: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
-#: sign test at level 0.01), at the latest every 100 observations. About 1.5x less CPU per
-#: 1000-epoch run than :data:`DEFAULT_FIT_SCHEDULE`, but higher anytime regret at 50 and 100 % of
-#: the budget on the 24 development LCBench tasks with one worker (``benchmarks/RESULTS.md``,
-#: ``DyHPO-misfit``; ``docs/speed.md``).
+#: sign test at level 0.01), at the latest every 100 observations. About a fifth less CPU per
+#: 1000-epoch run than :data:`DEFAULT_FIT_SCHEDULE` (a simulated LCBench run: 8.8 against 11.2
+#: s), but higher regret at 100 % of the budget on the 24 development LCBench tasks with one
+#: worker (fully trained 0.029 against 0.023, p = 0.02; ``benchmarks/RESULTS.md``,
+#: ``DyHPO-refine-on-misfit``; ``docs/speed.md``).
 MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
