@@ -224,8 +224,9 @@ register_method("DyHPO-refine-on-misfit", _ours("DyHPO", fit_schedule="misfit"))
 
 def _recorded(commit: str, method: str) -> MethodFactory:
     """Runs kept under this name were recorded by the code of ``commit``; today's code does
-    not reproduce them (rounding differences that change decisions), so it does not run
-    them: check out that commit and run ``method`` there."""
+    not reproduce them (its decisions differ: by rounding, or by a fix such as the weights
+    DyHPO's training keeps), so it does not run them: check out that commit and run
+    ``method`` there."""
 
     def factory(d, cs, configs, seed):
         raise ValueError(f"runs under this name were recorded at commit {commit}: check it out and run {method!r} there")
