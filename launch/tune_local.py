@@ -247,26 +247,33 @@ def summary_lines(tr: TuningRun) -> list[str]:
         f"{tr.scheduler.observations.num_observations} epochs trained; "
         f"final status: {dict(sorted(status.items()))}",
     ]
-    if tr.best is None:
-        lines.append("No finite result was reported.")
-        return lines
-    b = tr.best
-    lines.append(f"Best configuration: trial_id {b['trial_id']}, {METRIC}={b[METRIC]:.4f} at epoch {b['epoch']}")
-    lines += [f"  {k}: {v}" for k, v in b["config"].items()]
-    return lines
+    return lines + best_config_lines(tr.best)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command line entry point; returns the exit status (0 if a best config was found)."""
-    # importing syne_tune configured the root logger (WARNING): show our own INFO lines
-    # (retired trials, deleted checkpoints, failed/restarted trials) without Syne Tune's
+def best_config_lines(best: dict[str, Any] | None) -> list[str]:
+    """The best result's trial, value, epoch and configuration (one line if there is none)."""
+    if best is None:
+        return ["No finite result was reported."]
+    lines = [f"Best configuration: trial_id {best['trial_id']}, {METRIC}={best[METRIC]:.4f} at epoch {best['epoch']}"]
+    return lines + [f"  {k}: {v}" for k, v in best["config"].items()]
+
+
+def log_to_console(*names: str) -> None:
+    """Shows the INFO lines of these loggers (retired trials, deleted checkpoints, failed or
+    restarted trials) on stderr; importing syne_tune configured the root logger at WARNING,
+    and its own INFO lines stay hidden."""
     handler = logging.StreamHandler()
     handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    for name in ("syne_dyhpo", "tune_local"):
+    for name in names:
         named = logging.getLogger(name)
         named.setLevel(logging.INFO)
         named.addHandler(handler)
         named.propagate = False
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line entry point; returns the exit status (0 if a best config was found)."""
+    log_to_console("syne_dyhpo", "tune_local")
     args = build_parser().parse_args(argv)
     tr = run(args)
     print("\n".join(summary_lines(tr)), flush=True)

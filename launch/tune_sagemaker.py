@@ -22,7 +22,6 @@ import argparse
 import logging
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ if str(LAUNCH_DIR) not in sys.path:
 
 from mlp_config_space import MAX_RESOURCE_ATTR, METRIC, MODE, RESOURCE_ATTR, make_config_space  # noqa: E402
 from syne_tune.tuner_callback import TunerCallback  # noqa: E402
-from tune_local import SegmentLog, best_result  # noqa: E402
+from tune_local import SegmentLog, TuningRun, best_config_lines, best_result, log_to_console  # noqa: E402
 
 import syne_dyhpo  # noqa: E402
 
@@ -155,18 +154,6 @@ def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any]):
     )
 
 
-@dataclass
-class TuningRun:
-    """What :func:`run` returns."""
-
-    tuner: Any
-    scheduler: Any
-    backend: Any
-    log: SegmentLog
-    results: Any  # pandas DataFrame of all results the scheduler saw
-    best: dict[str, Any] | None
-
-
 def run(args: argparse.Namespace, backend=None, callbacks: list[TunerCallback] | None = None) -> TuningRun:
     """
     Builds the backend (unless given), scheduler and Tuner from ``args``, runs tuning
@@ -209,22 +196,12 @@ def summary_lines(tr: TuningRun) -> list[str]:
         f"Trials: {tr.log.num('start')} started, {tr.log.num('resume')} resumes, {tr.log.num('result')} epochs "
         f"reported, {jobs} SageMaker training jobs, {tr.tuner.tuning_status.num_trials_failed} failed"
     ]
-    if tr.best is None:
-        return lines + ["No finite result was reported."]
-    b = tr.best
-    lines.append(f"Best configuration: trial_id {b['trial_id']}, {METRIC}={b[METRIC]:.4f} at epoch {b['epoch']}")
-    return lines + [f"  {k}: {v}" for k, v in b["config"].items()]
+    return lines + best_config_lines(tr.best)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point; returns the exit status (0 if a best config was found)."""
-    handler = logging.StreamHandler()
-    handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-    for name in ("syne_dyhpo", "tune_sagemaker"):
-        named = logging.getLogger(name)
-        named.setLevel(logging.INFO)
-        named.addHandler(handler)
-        named.propagate = False
+    log_to_console("syne_dyhpo", "tune_sagemaker")
     args = build_parser().parse_args(argv)
     tr = run(args)
     print("\n".join(summary_lines(tr)), flush=True)
