@@ -217,6 +217,9 @@ register_method("DyHPO-every15", _dyhpo_refine_every(15))
 # fewer new configurations scored per decision (default 256): the whitening of new candidates
 # against the conditioning set is the largest share of a decision (docs/speed.md)
 register_method("DyHPO-cand64", _ours("DyHPO", num_candidates=64))
+# the 224 new configurations scored highest at one decision offered again at the next, with 32
+# fresh draws (``num_kept_candidates``): 256 candidates per decision, an eighth of them new
+register_method("DyHPO-keep224", _ours("DyHPO", num_kept_candidates=224))
 # today's defaults but the cheaper misfit-triggered fit schedule (``DyHPO-misfit`` pins the
 # completion rules of the round it was measured in)
 register_method("DyHPO-refine-on-misfit", _ours("DyHPO", fit_schedule="misfit"))

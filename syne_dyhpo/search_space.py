@@ -307,18 +307,27 @@ class CandidateSampler:
         """Configurations of the pool not started yet (None: sampling never runs out)."""
         return int(self._pool_free.sum()) if self.finite else None
 
-    def propose(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], np.ndarray]:
+    def propose(
+        self, rng: np.random.RandomState, num: int, exclude: frozenset[tuple] = frozenset()
+    ) -> tuple[list[dict[str, Any]], np.ndarray]:
         """
         :param rng: random state
         :param num: maximum number of configurations
+        :param exclude: keys (:meth:`ConfigEncoder.key`) of configurations not to propose
+            (those on offer already)
         :return: (configurations, their encodings); fewer than ``num`` (possibly none) when
             a finite pool is nearly exhausted
         """
         if not self.finite:
             configs, keys = self.encoder.sample_with_keys(rng, num)
-            configs = [c for c, key in zip(configs, keys) if key not in self._used]
+            configs = [c for c, key in zip(configs, keys) if key not in self._used and key not in exclude]
             return configs, self.encoder.encode_many(configs)
-        free = np.flatnonzero(self._pool_free)
+        if exclude:
+            free_mask = self._pool_free.copy()
+            free_mask[[self._pool_index[k] for k in exclude if k in self._pool_index]] = False
+            free = np.flatnonzero(free_mask)
+        else:
+            free = np.flatnonzero(self._pool_free)
         if len(free) > num:
             free = np.sort(rng.choice(free, size=num, replace=False))
         return [dict(self._pool[i]) for i in free], self._pool_encoded[free]

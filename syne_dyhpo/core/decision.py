@@ -95,6 +95,7 @@ class DecisionMaker:
     commit_completion_after: float | None = None
     completing: frozenset[int] = frozenset()
     num_completions = 0
+    new_config_values: np.ndarray | None = None
 
     def __init__(
         self,
@@ -136,6 +137,9 @@ class DecisionMaker:
         #: trials the completion has resumed (with ``commit_completion_after``)
         self.completing: frozenset[int] = frozenset()
         self.num_completions = 0
+        #: acquisition values of the new configurations at the last decision (None if that
+        #: decision did not consult the acquisition)
+        self.new_config_values: np.ndarray | None = None
         self.num_decisions = 0
         self.num_fallbacks = 0
         self.num_sh_promotions = 0
@@ -159,6 +163,7 @@ class DecisionMaker:
         :param num_workers: workers of the run (as far as seen: most trials running at once)
         :return: the decision, or None if there is nothing to choose from
         """
+        self.new_config_values = None
         if not records and not new_configs:
             return None
         self.num_decisions += 1
@@ -178,6 +183,7 @@ class DecisionMaker:
                 self.num_sh_promotions += 1
                 return Decision.resume(promoted.trial_id)
         values = self._acquisition_values(records, new_configs, new_x, running)
+        self.new_config_values = values[len(records) :]
         best = np.flatnonzero(values == values.max())
         i = int(best[0] if len(best) == 1 else self.rng.choice(best))
         winner = records[i] if i < len(records) else None
