@@ -196,6 +196,7 @@ SPLIT_CATEGORIES = ("sampling", "data", "fit_scratch", "refine", "condition", "p
 #: ``from_scratch`` argument.
 SPLIT_TARGETS = [
     ("syne_dyhpo.search_space", "CandidateSampler.propose", "sampling"),
+    ("syne_dyhpo.search_space", "CandidateSampler.propose_with_keys", "sampling"),
     ("syne_dyhpo.search_space", "ConfigEncoder.encode", "sampling"),
     ("syne_dyhpo.search_space", "ConfigEncoder.encode_many", "sampling"),
     ("syne_dyhpo.search_space", "ConfigEncoder.sample", "sampling"),

@@ -267,6 +267,7 @@ class CandidateSampler:
         self.encoder = encoder
         self._pool: list[dict[str, Any]] = []
         self._pool_index: dict[tuple, int] = {}
+        self._pool_keys: list[tuple] = []
         self._used: set[tuple] = set()
         if candidate_configs is not None:
             if len(candidate_configs) == 0:
@@ -282,11 +283,17 @@ class CandidateSampler:
         self._pool_encoded = encoder.encode_many(self._pool)
         self._pool_free = np.ones(len(self._pool), dtype=bool)
 
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if "_pool_keys" not in state:  # pickled before the pool kept its keys in order
+            self._pool_keys = sorted(self._pool_index, key=self._pool_index.get)
+
     def _add_to_pool(self, config: dict[str, Any]) -> None:
         key = self.encoder.key(config)
         if key not in self._pool_index:
             self._pool_index[key] = len(self._pool)
             self._pool.append(config)
+            self._pool_keys.append(key)
 
     def mark_used(self, config: dict[str, Any]) -> None:
         """Excludes a configuration from later proposals (it has a trial already)."""
@@ -299,6 +306,10 @@ class CandidateSampler:
         """Whether no trial was started with this configuration yet."""
         return self.encoder.key(config) not in self._used
 
+    def is_free_key(self, key: tuple) -> bool:
+        """:meth:`is_free` of the configuration with this :meth:`ConfigEncoder.key`."""
+        return key not in self._used
+
     def keys(self) -> set[tuple]:
         """Identities (:meth:`ConfigEncoder.key`) of the pool's configurations."""
         return set(self._pool_index)
@@ -307,21 +318,29 @@ class CandidateSampler:
         """Configurations of the pool not started yet (None: sampling never runs out)."""
         return int(self._pool_free.sum()) if self.finite else None
 
-    def propose(
-        self, rng: np.random.RandomState, num: int, exclude: frozenset[tuple] = frozenset()
-    ) -> tuple[list[dict[str, Any]], np.ndarray]:
+    def propose(self, rng: np.random.RandomState, num: int) -> tuple[list[dict[str, Any]], np.ndarray]:
         """
         :param rng: random state
         :param num: maximum number of configurations
-        :param exclude: keys (:meth:`ConfigEncoder.key`) of configurations not to propose
-            (those on offer already)
         :return: (configurations, their encodings); fewer than ``num`` (possibly none) when
             a finite pool is nearly exhausted
         """
+        configs, _, encoded = self.propose_with_keys(rng, num)
+        return configs, encoded
+
+    def propose_with_keys(
+        self, rng: np.random.RandomState, num: int, exclude: frozenset[tuple] = frozenset()
+    ) -> tuple[list[dict[str, Any]], list[tuple], np.ndarray]:
+        """:meth:`propose`, with each configuration's key (:meth:`ConfigEncoder.key`).
+
+        :param exclude: keys of configurations not to propose (those on offer already)
+        :return: (configurations, their keys, their encodings)
+        """
         if not self.finite:
             configs, keys = self.encoder.sample_with_keys(rng, num)
-            configs = [c for c, key in zip(configs, keys) if key not in self._used and key not in exclude]
-            return configs, self.encoder.encode_many(configs)
+            chosen = [i for i, key in enumerate(keys) if key not in self._used and key not in exclude]
+            configs = [configs[i] for i in chosen]
+            return configs, [keys[i] for i in chosen], self.encoder.encode_many(configs)
         if exclude:
             free_mask = self._pool_free.copy()
             free_mask[[self._pool_index[k] for k in exclude if k in self._pool_index]] = False
@@ -330,4 +349,4 @@ class CandidateSampler:
             free = np.flatnonzero(self._pool_free)
         if len(free) > num:
             free = np.sort(rng.choice(free, size=num, replace=False))
-        return [dict(self._pool[i]) for i in free], self._pool_encoded[free]
+        return [dict(self._pool[i]) for i in free], [self._pool_keys[i] for i in free], self._pool_encoded[free]

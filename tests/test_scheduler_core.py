@@ -428,6 +428,121 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
                 checked += 1
     assert checked > 20
 
+# ----- new configurations kept between decisions -------------------------------------------
+
+
+def _prefer_high_x(trial_id, config):
+    return -1.0 if trial_id is not None else config["x"]
+
+
+class RecordingPreference(PreferencePolicy):
+    """Prefers new configurations by ``x`` (trials never); records the new ones it scored."""
+
+    def __init__(self):
+        super().__init__(_prefer_high_x)
+        self.offered: list[list[float]] = []
+
+    def score(self, model, candidates, observations):
+        self.offered.append([c["x"] for t, c in zip(candidates.trial_ids, candidates.configs) if t is None])
+        return super().score(model, candidates, observations)
+
+
+def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decision():
+    policy = RecordingPreference()
+    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
+                            complete_incumbent=False, num_candidates=8, num_kept_candidates=3)
+    trial = start(s, 0)
+    for i in range(1, 6):
+        assert report(s, trial, 1, 0.5) == D.PAUSE  # a new configuration wins each time
+        s.on_trial_remove(trial)
+        trial = start(s, i)
+        assert trial.config["x"] == max(policy.offered[-1])
+    for before, after in zip(policy.offered, policy.offered[1:]):
+        kept = sorted(before, reverse=True)[1:4]  # the best three but the one started
+        assert after[:3] == kept
+        assert len(after) == 8 and len(set(after)) == 8  # fresh draws fill up, none twice
+        assert not set(after[3:]) & set(before[:1] + kept)
+    assert s.metadata()["num_kept_candidates"] == 3
+
+
+def test_without_kept_candidates_every_decision_draws_afresh():
+    policy = RecordingPreference()
+    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
+                            complete_incumbent=False, num_candidates=8)
+    trial = start(s, 0)
+    for i in range(1, 4):
+        report(s, trial, 1, 0.5)
+        s.on_trial_remove(trial)
+        trial = start(s, i)
+    # draws are sorted table rows: the best three of the last draw lead the next only by chance
+    assert any(after[:3] != sorted(before, reverse=True)[1:4] for before, after in zip(policy.offered, policy.offered[1:]))
+
+
+def test_num_kept_candidates_is_checked_and_old_pickles_draw_afresh():
+    for value in (-1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="num_kept_candidates must be an integer >= 0"):
+            make(lambda tid, c: 0.0, num_kept_candidates=value)
+    with pytest.raises(ValueError, match="num_kept_candidates must be smaller than num_candidates \\(8\\), got 8"):
+        make(lambda tid, c: 0.0, num_candidates=8, num_kept_candidates=8)
+    policy = RecordingPreference()
+    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
+                            complete_incumbent=False, num_candidates=8, num_kept_candidates=3)
+    for name in ("num_kept_candidates", "_kept"):  # a scheduler pickled before the option existed
+        del s.__dict__[name]
+    s = pickle.loads(pickle.dumps(s))
+    trial = start(s, 0)
+    report(s, trial, 1, 0.5)
+    assert s.metadata()["num_kept_candidates"] == 0 and s._kept is None
+
+
+def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
+    """Between two trainings, a kept configuration's whitened cross-covariance is extended by
+    the rows appended since (O(n)); only the fresh draws and the reporting trial's new input go
+    through a triangular solve against the whole conditioning set."""
+    from syne_dyhpo.surrogates import deep_kernel_gp
+
+    def whitened_per_prediction(num_kept):
+        solved, calls = [], []
+        original_whiten, original_predict = deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict
+
+        def whiten(self, z, sq):
+            solved[-1] += len(z)
+            return original_whiten(self, z, sq)
+
+        def predict(self, inputs, pending_inputs=None):
+            solved.append(0)
+            calls.append(self._params_version)
+            return original_predict(self, inputs, pending_inputs)
+
+        deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
+        try:
+            s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
+                      num_candidates=32, num_kept_candidates=num_kept, complete_incumbent=False)
+            rng = np.random.RandomState(0)
+            trials = {}
+            for _ in range(60):
+                sug = s.suggest()
+                if sug.spawn_new_trial_id:
+                    trial = make_trial(len(trials), sug.config)
+                    trials[trial.trial_id] = trial
+                    s.on_trial_add(trial)
+                else:
+                    trial = trials[sug.checkpoint_trial_id]
+                epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+                loss = (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch + 0.01 * rng.rand()
+                if s.on_trial_result(trial, {"epoch": epoch, "loss": loss}) != D.CONTINUE:
+                    s.on_trial_remove(trial)
+        finally:
+            deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = original_whiten, original_predict
+        # predictions by the same weights as the one before (no training in between)
+        return [n for n, version, prev in zip(solved[1:], calls[1:], calls) if version == prev]
+
+    kept, afresh = whitened_per_prediction(24), whitened_per_prediction(0)
+    assert len(kept) > 20 and len(afresh) > 20
+    assert np.median(afresh) >= 32  # every new configuration is new to the GP
+    assert np.median(kept) <= 8 + 1  # the fresh draws and at most the reporting trial
+
+
 # ----- incumbent completion ------------------------------------------------------------------
 
 

@@ -265,8 +265,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.budget_step = int(budget_step)
         self.num_candidates = int(num_candidates)
         self.num_kept_candidates = num_kept_candidates
-        #: (config, encoding) of the new configurations offered again at the next decision
-        self._kept: list[tuple[dict[str, Any], np.ndarray]] = []
+        #: configurations offered again at the next decision, their keys and encodings
+        self._kept: tuple[list[dict[str, Any]], list[tuple], np.ndarray] | None = None
         self.max_resource_attr = max_resource_attr
         self.max_paused_checkpoints = max_paused_checkpoints
         self.policy = policy
@@ -477,9 +477,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if reporting is not None:
             records.append(reporting)
         if self._new_trials_allowed:
-            new_configs, new_x = self._offered_configs()
+            new_configs, new_keys, new_x = self._offered_configs()
         else:
-            new_configs, new_x = [], np.zeros((0, self._encoder.dim))
+            new_configs, new_keys, new_x = [], [], np.zeros((0, self._encoder.dim))
         point = self._next_point_to_evaluate()
         if point is not None:
             return Decision.start(point)
@@ -488,23 +488,28 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         decision = self._decider.decide(
             records, new_configs, new_x, num_started, running=running, num_workers=self._workers_seen
         )
-        self._keep_best_new_configs(new_configs, new_x, decision)
+        self._keep_best_new_configs(new_configs, new_keys, new_x, decision)
         for trial_id in () if decision is None else decision.retire:
             self._lifecycle.retire(self._obs.trials[trial_id])
             self._checkpoints_to_delete.append(trial_id)
         return decision
 
-    def _offered_configs(self) -> tuple[list[dict[str, Any]], np.ndarray]:
-        """New configurations for a decision: those kept from the last one (still free), then
-        fresh draws up to ``num_candidates``."""
-        kept = [(config, x) for config, x in self._kept if self._sampler.is_free(config)]
-        if not kept:
-            return self._sampler.propose(self._decider.rng, self.num_candidates)
-        on_offer = frozenset(self._encoder.key(config) for config, _ in kept)
-        fresh, fresh_x = self._sampler.propose(self._decider.rng, self.num_candidates - len(kept), exclude=on_offer)
-        return [config for config, _ in kept] + fresh, np.concatenate([np.stack([x for _, x in kept]), fresh_x])
+    def _offered_configs(self) -> tuple[list[dict[str, Any]], list[tuple], np.ndarray]:
+        """New configurations for a decision, their keys and encodings: those kept from the
+        last one (still free), then fresh draws up to ``num_candidates``."""
+        if self._kept is None:
+            return self._sampler.propose_with_keys(self._decider.rng, self.num_candidates)
+        configs, keys, x = self._kept
+        free = [i for i, key in enumerate(keys) if self._sampler.is_free_key(key)]
+        on_offer = [keys[i] for i in free]
+        fresh, fresh_keys, fresh_x = self._sampler.propose_with_keys(
+            self._decider.rng, self.num_candidates - len(free), exclude=frozenset(on_offer)
+        )
+        return [configs[i] for i in free] + fresh, on_offer + fresh_keys, np.concatenate([x[free], fresh_x])
 
-    def _keep_best_new_configs(self, new_configs: list[dict[str, Any]], new_x: np.ndarray, decision: Decision | None) -> None:
+    def _keep_best_new_configs(
+        self, new_configs: list[dict[str, Any]], new_keys: list[tuple], new_x: np.ndarray, decision: Decision | None
+    ) -> None:
         """Keeps the ``num_kept_candidates`` new configurations the acquisition scored highest
         (the one to be started excepted); a decision made without the acquisition (completion,
         promotion, random start) keeps those kept before."""
@@ -512,8 +517,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if self.num_kept_candidates == 0 or values is None or len(values) != len(new_configs):
             return
         started = decision.config if decision is not None and decision.kind is DecisionKind.START else None
-        order = np.argsort(-values, kind="stable")
-        self._kept = [(new_configs[i], new_x[i]) for i in order if new_configs[i] is not started][: self.num_kept_candidates]
+        order = [i for i in np.argsort(-values, kind="stable") if new_configs[i] is not started][: self.num_kept_candidates]
+        self._kept = ([new_configs[i] for i in order], [new_keys[i] for i in order], new_x[order])
 
     def _checked_points(self, points: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
         if points is None:
@@ -573,7 +578,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     _restore_pending = False  # unpickled, restore() not done yet
     # schedulers pickled before kept candidates existed draw every candidate afresh
     num_kept_candidates = 0
-    _kept: list[tuple[dict[str, Any], np.ndarray]] = []
+    _kept = None
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling, which is how Syne Tune's ``Tuner.load`` brings back a saved tuner (it
