@@ -195,6 +195,21 @@ def test_tiny_space_with_more_workers_than_configs_needs_no_fallback(num_configs
     assert s.metadata()["num_fallbacks"] == 0
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("method", METHODS)
+def test_a_metric_that_never_changes_is_tuned_to_the_end_without_fallbacks(method):
+    """Every configuration reports the same value at every epoch (a broken metric, or a task
+    too easy to tell configurations apart): the outcome transform has no spread to scale by and
+    the surrogate sees constant targets; the run must still use its budget and finish trials."""
+    blackbox = tiny_blackbox(num_configs=12, max_t=6)
+    blackbox.objectives_evaluations[..., 0] = 0.25
+    s = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=6, random_seed=0)
+    _, df = simulate_tuner(s, blackbox, n_workers=4, max_epochs=40)
+    assert len(df) >= 40 and (df["error"] == 0.25).all()
+    assert df.groupby("trial_id")["epoch"].max().max() == 6  # some trial was trained to max_t
+    assert s.metadata()["num_fallbacks"] == 0
+
+
 # ----- 7. points_to_evaluate -------------------------------------------------------------------
 
 
