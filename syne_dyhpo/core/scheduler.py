@@ -92,7 +92,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         Defaults to 256
     :param num_kept_candidates: the new configurations scored highest at one decision, this
         many, are offered again at the next in place of as many fresh draws (not in the
-        papers; Syne Tune's former DyHPO drew afresh at every decision). Between two trainings
+        papers, which leave open how the acquisition is maximised). Between two trainings
         the acquisition of a new configuration changes only as the model is conditioned on new
         results, so the best of the last decision's draws are likely among the best again; the
         choice is then made over all configurations drawn since the last training rather than
