@@ -16,6 +16,7 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
     PYTHONPATH=. python benchmarks/latency.py                      # 10,000 observations, 1 worker
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO BOHB --max-obs 3000 --bin 500
     PYTHONPATH=. python benchmarks/latency.py --bins 1-500 4501-5000 9501-10000 --n-workers 4
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg num_kept_candidates=224
 
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
 training-data building, fit from scratch, refine, conditioning/Cholesky, prediction,
@@ -24,6 +25,10 @@ acquisition, other: exclusive time of the package's functions, see :data:`SPLIT_
 instead (``benchmarks/runner.py``, 1 worker, budget 20 x max_t)::
 
     PYTHONPATH=. python benchmarks/latency.py --split --simulator ../shared/data/lcbench Australian
+
+``--scheduler-arg KEY=VALUE`` (repeatable) passes an argument to DyHPO and DeepPowerLaw (not
+to BOHB); with ``--simulator``, ``--methods`` also takes the runner's variant names
+(``benchmarks/runner.py``, e.g. ``DyHPO-keep224``).
 
 A method that exceeds ``--time-limit`` seconds of scheduler compute stops there; its later bins
 are reported as not reached. Torch runs on one thread (``--threads``), as on one core.
@@ -102,7 +107,8 @@ class PowerLawTask:
         return self._coefficients(config)[3]
 
 
-def make_scheduler(method: str, max_t: int, seed: int):
+def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
+    """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB)"""
     space = config_space()
     if method == "BOHB":
         from syne_tune.optimizer.baselines import BOHB
@@ -111,16 +117,17 @@ def make_scheduler(method: str, max_t: int, seed: int):
     import syne_dyhpo
 
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
-                                       random_seed=seed)
+                                       random_seed=seed, **options)
 
 
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------
 
 
 def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: int = 0,
-          time_limit: float = math.inf, cpu: list | None = None) -> np.ndarray:
+          time_limit: float = math.inf, cpu: list | None = None, options: dict[str, Any] | None = None) -> np.ndarray:
     """Runs one scheduler on the synthetic task until ``max_obs`` observations.
 
+    :param options: further scheduler arguments (:func:`make_scheduler`)
     :param cpu: if given, receives the CPU seconds of the same calls (process time: on a busy
         machine, the compute itself; wall time also counts waiting for a core)
     :return: wall seconds of scheduler compute before each observation (all calls since the
@@ -130,7 +137,7 @@ def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: 
     from syne_tune.optimizer.scheduler import SchedulerDecision
 
     task = PowerLawTask(max_t=max_t, seed=seed)
-    scheduler = make_scheduler(method, max_t, seed)
+    scheduler = make_scheduler(method, max_t, seed, **(options or {}))
     trials: dict[int, Trial] = {}
     epochs: dict[int, int] = {}  # last reported epoch per trial
     running: dict[int, float] = {}  # trial id -> simulated time of its next report
@@ -370,7 +377,10 @@ def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[in
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
+    p.add_argument("--methods", nargs="+", default=list(METHODS),
+                   help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)")
+    p.add_argument("--scheduler-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable)")
     p.add_argument("--max-obs", type=int, default=10_000, help="observations per method")
     p.add_argument("--bin", type=int, default=500, help="bin width (observations)")
     p.add_argument("--bins", nargs="*", default=None, help="explicit bins LO-HI (1-based, inclusive)")
@@ -382,7 +392,36 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--split", action="store_true", help="also report where the time goes")
     p.add_argument("--simulator", nargs=2, metavar=("SOURCE", "TASK"), default=None,
                    help="only the split, on one simulated run of this benchmark task")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.simulator:
+        from benchmarks.runner import METHODS as runner_methods
+
+        known = set(runner_methods)
+    else:
+        known = set(METHODS)
+    unknown = [m for m in args.methods if m not in known]
+    if unknown:
+        p.error(f"--methods: unknown {unknown}; choose from {sorted(known)}")
+    try:
+        args.options = dict(scheduler_arg(text) for text in args.scheduler_arg)
+    except argparse.ArgumentTypeError as err:
+        p.error(str(err))
+    if args.options and args.simulator:
+        p.error("--scheduler-arg applies to the synthetic task; with --simulator name a runner variant")
+    return args
+
+
+def scheduler_arg(text: str) -> tuple[str, Any]:
+    """``"KEY=VALUE"`` -> ``(KEY, VALUE)``, VALUE a Python literal (a bare word stays a string)."""
+    import ast
+
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"--scheduler-arg must be KEY=VALUE, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
 
 
 def main(argv=None) -> int:
@@ -412,7 +451,8 @@ def main(argv=None) -> int:
         cpu: list[float] = []
         try:
             costs = drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                          time_limit=args.time_limit, cpu=cpu) if split is None else _drive_split(method, max_obs, args, split, cpu)
+                          time_limit=args.time_limit, cpu=cpu, options=_options(method, args)) \
+                if split is None else _drive_split(method, max_obs, args, split, cpu)
         finally:
             if split is not None:
                 split.restore()
@@ -423,6 +463,8 @@ def main(argv=None) -> int:
               f"calls ({time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU in all)", flush=True)
     print()
     setting = f"{args.n_workers} worker(s), max_t={args.max_t}, seed {args.seed}, torch threads {args.threads}"
+    if args.options:
+        setting += f", DyHPO/DeepPowerLaw with {args.options}"
     print(f"CPU ms per decision (process time of the scheduler calls between two observations), {setting}")
     print(format_table(args.methods, cpu_stats, bins))
     print()
@@ -444,9 +486,13 @@ def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np
     globals()["make_scheduler"] = rooted
     try:
         return drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                     time_limit=args.time_limit, cpu=cpu)
+                     time_limit=args.time_limit, cpu=cpu, options=_options(method, args))
     finally:
         globals()["make_scheduler"] = original
+
+
+def _options(method: str, args) -> dict[str, Any]:
+    return {} if method == "BOHB" else args.options
 
 
 if __name__ == "__main__":

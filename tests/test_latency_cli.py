@@ -1,0 +1,38 @@
+"""benchmarks/latency.py's command line: scheduler arguments and method names."""
+
+import re
+
+import pytest
+
+from benchmarks import latency
+
+
+def test_scheduler_args_reach_our_schedulers_and_not_bohb():
+    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "num_kept_candidates=224",
+                               "--scheduler-arg", "num_candidates=300"])
+    assert args.options == {"num_kept_candidates": 224, "num_candidates": 300}
+    dyhpo = latency.make_scheduler("DyHPO", 10, 0, **latency._options("DyHPO", args))
+    assert dyhpo.metadata()["num_kept_candidates"] == 224 and dyhpo.metadata()["num_candidates"] == 300
+    assert latency._options("BOHB", args) == {}
+
+
+def test_scheduler_arg_values_are_literals_or_words():
+    assert latency.scheduler_arg("complete_incumbent=False") == ("complete_incumbent", False)
+    assert latency.scheduler_arg("commit_completion_after=None") == ("commit_completion_after", None)
+    assert latency.scheduler_arg("time_attr=epoch") == ("time_attr", "epoch")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--methods", "Foo"], "unknown \\['Foo'\\]"),
+    (["--scheduler-arg", "bad"], "must be KEY=VALUE, got 'bad'"),
+    (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
+])
+def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        latency.parse_args(argv)
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_runner_variants_are_accepted_with_the_simulator():
+    args = latency.parse_args(["--simulator", "src", "task", "--methods", "DyHPO-keep224"])
+    assert args.methods == ["DyHPO-keep224"]
