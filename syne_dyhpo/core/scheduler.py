@@ -95,9 +95,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         papers, which leave open how the acquisition is maximised). Between two trainings
         the acquisition of a new configuration changes only as the model is conditioned on new
         results, so the best of the last decision's draws are likely among the best again; the
-        choice is then made over all configurations drawn since the last training rather than
-        the last ``num_candidates`` alone, closer to the authors' code, which scores every
-        configuration of a tabular benchmark at each step. A configuration scored before costs
+        choice is then made over the best of all earlier draws (as the last decision ranked
+        them) and the fresh ones rather than over the last ``num_candidates`` alone, closer to
+        the authors' code, which scores every configuration of a tabular benchmark at each
+        step. A configuration scored before costs
         the GP an update by the rows appended since (O(n)) instead of a new triangular solve
         (O(n^2)). Measured with 224 of 256 (``benchmarks/RESULTS.md``, ``DyHPO-keep224``):
         DyHPO's decisions at 5,000 observations of a continuous space take half the time, a
