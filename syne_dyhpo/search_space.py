@@ -304,7 +304,7 @@ class CandidateSampler:
 
     def is_free(self, config: dict[str, Any]) -> bool:
         """Whether no trial was started with this configuration yet."""
-        return self.encoder.key(config) not in self._used
+        return self.is_free_key(self.encoder.key(config))
 
     def is_free_key(self, key: tuple) -> bool:
         """:meth:`is_free` of the configuration with this :meth:`ConfigEncoder.key`."""

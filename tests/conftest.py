@@ -28,6 +28,34 @@ def make_trial(trial_id: int, config: dict):
     return Trial(trial_id=trial_id, config=config, creation_time=datetime.now())
 
 
+def drive_one_worker(scheduler, steps: int, value=lambda trial, epoch: 1.0 / epoch + 0.01 * trial.trial_id,
+                     metric: str = "loss", after_segment=None):
+    """One worker, as Syne Tune's Tuner drives a scheduler: suggest, then report epoch after
+    epoch (``metric`` = ``value(trial, epoch)``) while the answer is CONTINUE, then remove the
+    trial and call ``after_segment(trial)`` if given; returns the trials by id."""
+    from syne_tune.optimizer.scheduler import SchedulerDecision
+
+    trials = {}
+    for _ in range(steps):
+        suggestion = scheduler.suggest()
+        if suggestion is None:
+            break
+        if suggestion.spawn_new_trial_id:
+            trial = make_trial(len(trials), suggestion.config)
+            trials[trial.trial_id] = trial
+            scheduler.on_trial_add(trial)
+        else:
+            trial = trials[suggestion.checkpoint_trial_id]
+        decision = SchedulerDecision.CONTINUE
+        while decision == SchedulerDecision.CONTINUE:
+            epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1
+            decision = scheduler.on_trial_result(trial, {"epoch": epoch, metric: value(trial, epoch)})
+        scheduler.on_trial_remove(trial)
+        if after_segment is not None:
+            after_segment(trial)
+    return trials
+
+
 def tiny_blackbox(num_configs: int, max_t: int, seed: int = 0):
     """A tabular blackbox of ``num_configs`` crossing power-law error curves over one
     categorical hyperparameter ``x`` (and a constant one: Syne Tune's lookup needs two

@@ -10,34 +10,13 @@ import pytest
 from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import make_trial, simulate_tuner, tiny_blackbox
+from conftest import drive_one_worker, make_trial, simulate_tuner, tiny_blackbox
 from syne_dyhpo import DeepPowerLaw, DyHPO
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
 
 METHODS = [DyHPO, DeepPowerLaw]
 FAST = {DyHPO: {}, DeepPowerLaw: {}}
-
-
-def drive(scheduler, steps, value=lambda trial_id, epoch: 1.0 / epoch + 0.01 * trial_id):
-    """One worker, as Syne Tune's Tuner drives a scheduler: suggest, run one epoch, report."""
-    trials = {}
-    for _ in range(steps):
-        suggestion = scheduler.suggest()
-        if suggestion is None:
-            break
-        if suggestion.spawn_new_trial_id:
-            trial = make_trial(len(trials), suggestion.config)
-            trials[trial.trial_id] = trial
-            scheduler.on_trial_add(trial)
-        else:
-            trial = trials[suggestion.checkpoint_trial_id]
-        decision = D.CONTINUE
-        while decision == D.CONTINUE:
-            epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1
-            decision = scheduler.on_trial_result(trial, {"epoch": epoch, "loss": value(trial.trial_id, epoch)})
-        scheduler.on_trial_remove(trial)
-    return trials
 
 
 # ----- 1. the Tuner pickles the scheduler (dill) with its default save_tuner=True -----------
@@ -56,7 +35,7 @@ def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
 
 def test_power_law_ensemble_pickle_round_trip_keeps_predictions_and_optimizer_state():
     s = DeepPowerLaw({"x": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0, num_candidates=8)
-    drive(s, 12)
+    drive_one_worker(s, 12)
     assert pickle.loads(pickle.dumps(s)).observations.num_observations == s.observations.num_observations
     clone = dill.loads(dill.dumps(s))
     from syne_dyhpo.core.candidates import make_candidates

@@ -8,7 +8,7 @@ import pytest
 from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import make_trial
+from conftest import drive_one_worker, make_trial
 from syne_dyhpo import DyHPO
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -402,30 +402,22 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "predict", recording_predict)
     s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0, num_candidates=8)
     rng = np.random.RandomState(0)
-    trials = {}
     checked = 0
-    for _ in range(40):
-        sug = s.suggest()
-        if sug.spawn_new_trial_id:
-            trial = make_trial(len(trials), sug.config)
-            trials[trial.trial_id] = trial
-            s.on_trial_add(trial)
-        else:
-            trial = trials[sug.checkpoint_trial_id]
-        decision = D.CONTINUE
-        while decision == D.CONTINUE:
-            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-            acc = 50 + 40 * trial.config["x"] * (1 - 0.5**epoch) + rng.rand()  # percent: far from N(0, 1)
-            decision = s.on_trial_result(trial, {"epoch": epoch, "acc": acc})
-        s.on_trial_remove(trial)
+
+    def check_last_prediction(_trial):
+        nonlocal checked
         if not predicted_curves:
-            continue
+            return
         curves, trial_ids = predicted_curves[-1]
         for row, tid in zip(curves, trial_ids):
             if tid is not None:
                 scores = np.asarray(s.observations.trials[tid].scores[: int(np.sum(~np.isnan(row)))])
                 np.testing.assert_allclose(row[: len(scores)], s.policy.transform(scores), atol=1e-9)
                 checked += 1
+
+    # percent: far from N(0, 1)
+    drive_one_worker(s, 40, lambda trial, epoch: 50 + 40 * trial.config["x"] * (1 - 0.5**epoch) + rng.rand(),
+                     metric="acc", after_segment=check_last_prediction)
     assert checked > 20
 
 # ----- new configurations kept between decisions -------------------------------------------
@@ -519,19 +511,8 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
             s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
                       num_candidates=32, num_kept_candidates=num_kept, complete_incumbent=False)
             rng = np.random.RandomState(0)
-            trials = {}
-            for _ in range(60):
-                sug = s.suggest()
-                if sug.spawn_new_trial_id:
-                    trial = make_trial(len(trials), sug.config)
-                    trials[trial.trial_id] = trial
-                    s.on_trial_add(trial)
-                else:
-                    trial = trials[sug.checkpoint_trial_id]
-                epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-                loss = (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch + 0.01 * rng.rand()
-                if s.on_trial_result(trial, {"epoch": epoch, "loss": loss}) != D.CONTINUE:
-                    s.on_trial_remove(trial)
+            drive_one_worker(s, 60, lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch
+                             + 0.01 * rng.rand())
         finally:
             deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = original_whiten, original_predict
         # predictions by the same weights as the one before (no training in between)
