@@ -220,6 +220,23 @@ register_method("DyHPO-cand64", _ours("DyHPO", num_candidates=64))
 # the 224 new configurations scored highest at one decision offered again at the next, with 32
 # fresh draws (``num_kept_candidates``): 256 candidates per decision, an eighth of them new
 register_method("DyHPO-keep224", _ours("DyHPO", num_kept_candidates=224))
+
+
+def _dpl_rescale(d, cs, configs, seed):
+    """DPL carrying its ensemble over to a re-estimated outcome transform instead of training
+    it from scratch (``FitSchedule.rescale_when_outdated``)."""
+    from dataclasses import replace
+
+    from syne_dyhpo.methods.deep_power_law import DEFAULT_FIT_SCHEDULE
+
+    schedule = replace(DEFAULT_FIT_SCHEDULE, rescale_when_outdated=True)
+    return _ours("DeepPowerLaw", fit_schedule=schedule)(d, cs, configs, seed)
+
+
+# DPL carried over to a re-estimated outcome transform instead of trained from scratch
+# (``FitSchedule.rescale_when_outdated``): measured worse (docs/speed.md), not the default
+register_method("DeepPowerLaw-rescale", _dpl_rescale)
+
 # today's defaults but the cheaper misfit-triggered fit schedule (``DyHPO-misfit`` pins the
 # completion rules of the round it was measured in)
 register_method("DyHPO-refine-on-misfit", _ours("DyHPO", fit_schedule="misfit"))

@@ -185,6 +185,33 @@ def test_policy_refits_from_scratch_when_normalisation_is_outdated():
     assert policy.num_full_fits == 2
 
 
+class RescalingSurrogate(CountingSurrogate):
+    def rescale(self, old, new):
+        self.calls.append(("rescale", old.scale, new.scale))
+
+
+@pytest.mark.parametrize("surrogate_cls", [CountingSurrogate, RescalingSurrogate])
+def test_policy_rescales_instead_of_refitting_when_asked_and_the_surrogate_can(surrogate_cls):
+    sur = surrogate_cls()
+    schedule = FitSchedule(refine_every=100, refit_growth=100.0, rescale_when_outdated=True)
+    policy = SurrogatePolicy(sur, acquisition=None, schedule=schedule)
+    obs = Observations(max_t=10, do_minimize=True)
+    for i, v in enumerate([0.90, 0.901]):
+        obs.add_trial(i, {}, np.zeros(1))
+        obs.add_result(i, 1, v)
+    policy.fit(obs, seed=0)
+    scale = policy.transform.scale
+    obs.add_result(0, 2, 0.4)
+    policy.fit(obs, seed=0)
+    assert policy.transform.scale > 2 * scale  # re-estimated either way
+    if surrogate_cls is RescalingSurrogate:  # carried over to the new scale, then refined
+        assert sur.calls == ["scratch", ("rescale", scale, policy.transform.scale), "refine"]
+        assert (policy.num_full_fits, policy.num_rescales) == (1, 1)
+    else:  # nothing to carry over with: trained from scratch, as without the option
+        assert sur.calls == ["scratch", "scratch"]
+        assert (policy.num_full_fits, policy.num_rescales) == (2, 0)
+
+
 def test_paper_schedules_refit_from_scratch_like_the_authors_code():
     from syne_dyhpo.methods import deep_power_law, dyhpo
 

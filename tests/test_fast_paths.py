@@ -160,12 +160,15 @@ def test_policy_transforms_only_new_rows_and_equals_transforming_all():
 # ----- power-law ensemble: closed-form steps == autograd + torch.optim.Adam ------------------
 
 
-@pytest.mark.parametrize("loss", ["mse", "l1"])
-def test_power_law_closed_form_step_equals_autograd_and_torch_adam(loss):
+@pytest.mark.parametrize("loss,rescaled", [("mse", False), ("l1", False), ("mse", True)])
+def test_power_law_closed_form_step_equals_autograd_and_torch_adam(loss, rescaled):
     torch.manual_seed(0)
     cfg = PowerLawConfig()
     reference, fast = PowerLawNets(4, cfg), PowerLawNets(4, cfg)
     fast.load_state_dict(reference.state_dict())
+    if rescaled:  # through the output map of a rescaled ensemble
+        for nets in (reference, fast):
+            nets.rescale(0.4, -0.3)
     optimizer = torch.optim.Adam(reference.parameters(), lr=cfg.lr)
     adam = Adam(list(fast.parameters()), lr=cfg.lr)
     loss_fn = torch.nn.functional.mse_loss if loss == "mse" else torch.nn.functional.l1_loss

@@ -1,5 +1,7 @@
 """The two surrogates on synthetic learning curves with known structure."""
 
+import pickle
+
 import numpy as np
 
 from dataclasses import replace
@@ -277,3 +279,38 @@ def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
     mean, std = gp.predict(cands, cands.budget)
     assert gp.num_failures == 2 and np.all(np.isfinite(mean)) and np.all(std > 0)
     assert reference.shape == mean.shape
+
+
+def test_power_law_ensemble_rescaled_to_a_new_transform_predicts_the_same_values():
+    from syne_dyhpo.core.observations import TrainingData
+    from syne_dyhpo.surrogates.power_law import PowerLawConfig
+
+    rng = np.random.default_rng(0)
+    n = 200
+    x = rng.random((n, 3))
+    epochs = rng.integers(1, 21, n).astype(float)
+    raw = 10 * x[:, 0] - 2 + 3 * x[:, 1] * epochs**-0.5
+    old = ScoreTransform()
+    old.fit(raw[:20])  # fitted on the first rows only
+    data = TrainingData(x=x, budget=epochs, curves=np.zeros((n, 1)), y=old(raw), max_t=20)
+    ensemble = PowerLawEnsemble(PowerLawConfig(max_fit_steps=300))
+    ensemble.fit(data, True, 0)
+    candidates = Candidates(x=x[:50], budget=epochs[:50], curves=np.zeros((50, 1)),
+                            trial_ids=[None] * 50, configs=[{}] * 50)
+    new = old.copy()
+    new.fit(3.0 * raw + 5.0)  # another location and scale
+    assert abs(np.log(new.scale / old.scale)) > 0.5 and abs(new.loc - old.loc) > 1.0
+    rescaled = pickle.loads(pickle.dumps(ensemble))
+    rescaled.rescale(old, new)
+    for budget in (1.0, 7.0, 20.0):
+        mean, std = ensemble.predict(candidates, np.full(50, budget))
+        mean_new, std_new = rescaled.predict(candidates, np.full(50, budget))
+        # the same predictions in the raw metric's units (float32 nets)
+        np.testing.assert_allclose(mean_new * new.scale + new.loc, mean * old.scale + old.loc, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(std_new * new.scale, std * old.scale, rtol=1e-4, atol=1e-6)
+    # and training goes on in the new units: refined on the same data through the new
+    # transform, the predictions stay where they were
+    rescaled.fit(replace(data, y=new(raw)), False, 0)
+    mean_new, _ = rescaled.predict(candidates, np.full(50, 20.0))
+    mean, _ = ensemble.predict(candidates, np.full(50, 20.0))
+    assert np.abs(mean_new * new.scale + new.loc - (mean * old.scale + old.loc)).max() < 0.1 * np.ptp(raw)

@@ -48,7 +48,8 @@ class FitSchedule:
     Between trainings the surrogate is conditioned on all data (for the GP: the exact
     posterior on all points), so no observation is ignored by a decision. Whatever the
     schedule, a fit from scratch also happens whenever the observations have outgrown the
-    outcome transform (see :meth:`ScoreTransform.outdated`), which is only re-estimated then.
+    outcome transform (see :meth:`ScoreTransform.outdated`), which is only re-estimated then
+    (or, with ``rescale_when_outdated``, when the surrogate is carried over to it).
 
     :param refine_every: refine after this many new observations (1: after every one)
     :param refit_growth: train from scratch once the data grew by this factor since the last
@@ -67,6 +68,15 @@ class FitSchedule:
         ``sum z_i^2``: learning curves have jumps that one-step-ahead predictions cannot know,
         and a handful of them (``|z|`` of 20 and more) would trigger a chi-square test at
         every step. None (default): refine every ``refine_every`` observations
+    :param rescale_when_outdated: when the observations have outgrown the outcome transform,
+        re-estimate it and carry the trained surrogate over to the new scale (a surrogate with
+        ``rescale(old, new)``, such as DPL's ensemble, whose prediction is an affine function
+        of its output layer) and refine it, instead of training from scratch (not in the
+        papers, which do not normalise scores). Surrogates without ``rescale`` (the GP, whose
+        inputs hold transformed curves) are trained from scratch as before. For DPL it saves
+        a fifth to a quarter of its CPU and raises its regret a lot, on TaskSet several-fold
+        (docs/speed.md, "Carrying DPL over to a new outcome transform"): the fits from
+        scratch are not only a cost. Defaults to False
     :param refine_every_fraction: refine every ``max(refine_every, ceil(fraction * n))``
         observations instead (``n``: observations so far; not in the papers). A refine costs
         the same whatever ``n`` (it trains on a bounded subset) plus a new factorisation of the
@@ -81,6 +91,7 @@ class FitSchedule:
     refit_on_stall: float | None = None
     refine_on_misfit: float | None = None
     refine_every_fraction: float | None = None
+    rescale_when_outdated: bool = False
 
     def __post_init__(self):
         if int(self.refine_every) != self.refine_every or self.refine_every < 1:
@@ -176,6 +187,7 @@ class SurrogatePolicy:
         self.num_full_fits = 0
         self.num_refines = 0
         self.num_misfit_refines = 0
+        self.num_rescales = 0
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -186,6 +198,7 @@ class SurrogatePolicy:
         state.setdefault("num_threads", 1)
         state.setdefault("_rows", None)
         state.setdefault("num_misfit_refines", 0)
+        state.setdefault("num_rescales", 0)
         state.setdefault("condition_on_pending", False)
         self.__dict__.update(state)
 
@@ -200,7 +213,16 @@ class SurrogatePolicy:
             return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
         self._size_at_fit = n
         with torch_threads(self.num_threads):
-            if self._from_scratch_due(observations):
+            scheduled, outdated = self._from_scratch_due(observations)
+            if not scheduled and outdated and self._can_rescale():
+                old = self.transform.copy()
+                self.transform.fit(observations.all_scores())
+                self.surrogate.rescale(old, self.transform)
+                self.surrogate.fit(self._training_data(observations), from_scratch=False, seed=seed)
+                self._size_at_refine = n
+                self.num_rescales += 1
+                return FittedModel(self.surrogate, self.transform)
+            if scheduled or outdated:
                 self.transform.fit(observations.all_scores())  # moves only with a fit from scratch
                 self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
                 self._size_at_full_fit = self._size_at_refine = n
@@ -234,7 +256,13 @@ class SurrogatePolicy:
         """Forces a fit from scratch at the next :meth:`fit` (after a numerical failure)."""
         self._size_at_full_fit = 0
 
-    def _from_scratch_due(self, observations: Observations) -> bool:
+    def _can_rescale(self) -> bool:
+        return self.schedule.rescale_when_outdated and hasattr(self.surrogate, "rescale")
+
+    def _from_scratch_due(self, observations: Observations) -> tuple[bool, bool]:
+        """Whether the schedule calls for a fit from scratch and, if not, whether the
+        observations have outgrown the outcome transform (which also calls for one, unless the
+        surrogate is rescaled instead: ``FitSchedule.rescale_when_outdated``)."""
         n = observations.num_observations
         schedule = self.schedule
         stalled = False
@@ -245,15 +273,15 @@ class SurrogatePolicy:
             stalled = n - self._size_at_improvement >= schedule.refit_on_stall * observations.max_t
             if stalled:
                 self._size_at_improvement = n  # patience starts again after the restart
-        return (
+        scheduled = (
             self._size_at_full_fit == 0
             or self.num_full_fits < schedule.initial_full_fits
             or n >= schedule.refit_growth * self._size_at_full_fit
             or stalled
-            # targets and curve inputs are transformed once per fit from scratch: when the data
-            # has outgrown that transform, the model must be retrained on a new one
-            or self.transform.outdated(observations.all_scores())
         )
+        # targets and curve inputs are transformed once per fit from scratch (or rescale): when
+        # the data has outgrown that transform, the model must move to a new one
+        return scheduled, not scheduled and self.transform.outdated(observations.all_scores())
 
     def _training_data(self, observations: Observations) -> TrainingData:
         """All observations as training rows, through the outcome transform. Rows only ever
@@ -276,6 +304,7 @@ class SurrogatePolicy:
             "num_full_fits": self.num_full_fits,
             "num_refines": self.num_refines,
             "num_misfit_refines": self.num_misfit_refines,
+            "num_rescales": self.num_rescales,
         }
 
 

@@ -3,9 +3,10 @@
 Both methods model *scores* (values to maximise, see :mod:`syne_dyhpo.core.observations`).
 Metrics come in any scale and direction (accuracy in percent, losses that explode), and
 neither paper normalises, so the policy owns this transform, as BoTorch's models own their
-``outcome_transform``: it is re-estimated only when the surrogate is trained from scratch, and
-everything the model sees or is compared with (training targets, learning-curve inputs of
-training rows and of candidates, incumbents) goes through the same instance.
+``outcome_transform``: it is re-estimated only when the surrogate is trained from scratch (or
+carried over to the new one, ``FitSchedule.rescale_when_outdated``), and everything the model
+sees or is compared with (training targets, learning-curve inputs of training rows and of
+candidates, incumbents) goes through the same instance.
 """
 
 from __future__ import annotations
@@ -47,6 +48,12 @@ class ScoreTransform:
         # good scores, the ones that matter, would map to hundreds of units
         spread = max((q75 - q25) / 1.349, (float(finite.max()) - self.loc) / 3.0)
         self.scale = max(spread, 1e-3 * max(abs(self.loc), 1e-6), 1e-12)
+
+    def copy(self) -> "ScoreTransform":
+        """An independent copy (same floor, location, scale and version)."""
+        other = ScoreTransform(self.floor)
+        other.loc, other.scale, other.version = self.loc, self.scale, self.version
+        return other
 
     def outdated(self, scores: np.ndarray, tolerance: float = 2.0) -> bool:
         """Whether a transform fitted on ``scores`` would differ from this one by more than a

@@ -31,6 +31,7 @@ from torch import nn
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.surrogates.optim import Adam
+from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 
 @dataclass
@@ -85,7 +86,14 @@ class _BatchedLinear(nn.Module):
 
 
 class PowerLawNets(nn.Module):
-    """The ensemble: config -> (alpha, beta, gamma) for each member."""
+    """The ensemble: config -> (alpha, beta, gamma) for each member.
+
+    The predicted curve goes through a fixed affine map, ``out_shift + out_scale * curve``
+    (identity until :meth:`rescale`), the output normalisation of PopArt (van Hasselt et al.,
+    2016, "Learning values across many orders of magnitude"): when the targets' units change,
+    the map absorbs the change and every prediction stays exactly what it was, so the trained
+    members carry over. A sigmoid-bounded beta could not be rescaled through the last layer.
+    """
 
     def __init__(self, dim: int, cfg: PowerLawConfig):
         super().__init__()
@@ -93,6 +101,18 @@ class PowerLawNets(nn.Module):
         self.layers = nn.ModuleList(
             [_BatchedLinear(m, dim, cfg.hidden), _BatchedLinear(m, cfg.hidden, cfg.hidden), _BatchedLinear(m, cfg.hidden, 3)]
         )
+        self.out_scale = 1.0
+        self.out_shift = 0.0
+
+    def __setstate__(self, state: dict) -> None:
+        state.setdefault("out_scale", 1.0)  # pickled before the output map existed: identity
+        state.setdefault("out_shift", 0.0)
+        super().__setstate__(state)
+
+    def rescale(self, ratio: float, shift: float) -> None:
+        """Maps every prediction ``p`` to ``ratio * p + shift`` from now on (exactly)."""
+        self.out_scale *= ratio
+        self.out_shift = self.out_shift * ratio + shift
 
     def forward(self, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         """
@@ -104,7 +124,7 @@ class PowerLawNets(nn.Module):
         h = nn.functional.leaky_relu(self.layers[1](h))
         out = self.layers[2](h)
         alpha, beta, gamma = out[..., 0], torch.sigmoid(out[..., 1]), torch.sigmoid(out[..., 2])
-        return alpha + beta * b.pow(-gamma)
+        return self.out_shift + self.out_scale * (alpha + beta * b.pow(-gamma))
 
 
 _LEAKY_SLOPE = 0.01  # nn.functional.leaky_relu's default
@@ -131,14 +151,14 @@ def loss_and_gradients(
         out = torch.baddbmm(b3, h2, w3)
         alpha, beta, gamma = out[..., 0], torch.sigmoid(out[..., 1]), torch.sigmoid(out[..., 2])
         power = b.pow(-gamma)
-        residual = alpha + beta * power - target
+        residual = nets.out_shift + nets.out_scale * (alpha + beta * power) - target
         rows = residual.shape[1]
         if loss == "mse":
             value = residual.square().sum() / rows
-            grad_pred = residual * (2.0 / rows)
+            grad_pred = residual * (2.0 * nets.out_scale / rows)
         else:
             value = residual.abs().sum() / rows
-            grad_pred = residual.sign() / rows
+            grad_pred = residual.sign() * (nets.out_scale / rows)
         grad_out = torch.stack(
             [
                 grad_pred,
@@ -217,6 +237,17 @@ class PowerLawEnsemble:
                     steps_left -= 1
                 idx = order[:, start : start + cfg.batch_size]
                 train_step(self._nets, self._adam, x[idx], b[idx], loss_target[idx], cfg.loss)
+
+    def rescale(self, old: ScoreTransform, new: ScoreTransform) -> None:
+        """Carries the trained members over to a new outcome transform, predictions unchanged
+        (:class:`PowerLawNets`' output map): a loss ``-z`` in ``old``'s units is
+        ``-z * s / s' + (l' - l) / s'`` in ``new``'s (``l``, ``s``: location and scale).
+
+        :param old: the transform the members were trained with
+        :param new: the transform they are to predict in from now on
+        """
+        if self._nets is not None:
+            self._nets.rescale(old.scale / new.scale, (new.loc - old.loc) / new.scale)
 
     def condition(self, data: TrainingData) -> None:
         """The ensemble has no data-conditioned posterior: new data enters at the next fit."""
