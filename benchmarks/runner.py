@@ -237,6 +237,25 @@ def _dpl_rescale(d, cs, configs, seed):
 # (``FitSchedule.rescale_when_outdated``): measured worse (docs/speed.md), not the default
 register_method("DeepPowerLaw-rescale", _dpl_rescale)
 
+def _dpl_steps(refine_steps: int, fit_steps: int) -> MethodFactory:
+    """DPL with other caps on the minibatch steps of a refinement / of a fit from scratch
+    (``PowerLawConfig.max_refine_steps`` / ``max_fit_steps``; defaults 4 / 500)."""
+
+    def factory(d, cs, configs, seed):
+        from dataclasses import replace
+
+        from syne_dyhpo.methods.deep_power_law import DEFAULT_POWER_LAW_CONFIG
+
+        config = replace(DEFAULT_POWER_LAW_CONFIG, max_refine_steps=refine_steps, max_fit_steps=fit_steps)
+        return _ours("DeepPowerLaw", surrogate_config=config)(d, cs, configs, seed)
+
+    return factory
+
+
+# fewer steps per refinement, fits from scratch as they are (docs/speed.md, fifth round)
+register_method("DeepPowerLaw-s2f500", _dpl_steps(2, 500))
+register_method("DeepPowerLaw-s1f500", _dpl_steps(1, 500))
+
 # today's defaults but the cheaper misfit-triggered fit schedule (``DyHPO-misfit`` pins the
 # completion rules of the round it was measured in)
 register_method("DyHPO-refine-on-misfit", _ours("DyHPO", fit_schedule="misfit"))
