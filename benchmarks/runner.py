@@ -256,6 +256,19 @@ def _dpl_steps(refine_steps: int, fit_steps: int) -> MethodFactory:
 register_method("DeepPowerLaw-s2f500", _dpl_steps(2, 500))
 register_method("DeepPowerLaw-s1f500", _dpl_steps(1, 500))
 
+def _dpl_refit_on_stall(d, cs, configs, seed):
+    """DPL also trained from scratch after 1.2 x max_t observations without a new best score,
+    as the authors' code does (``FitSchedule.refit_on_stall``; ``paper_fit_schedule()``)."""
+    from dataclasses import replace
+
+    from syne_dyhpo.methods.deep_power_law import DEFAULT_FIT_SCHEDULE
+
+    schedule = replace(DEFAULT_FIT_SCHEDULE, refit_on_stall=1.2)
+    return _ours("DeepPowerLaw", fit_schedule=schedule)(d, cs, configs, seed)
+
+
+register_method("DeepPowerLaw-stall", _dpl_refit_on_stall)
+
 # today's defaults but the cheaper misfit-triggered fit schedule (``DyHPO-misfit`` pins the
 # completion rules of the round it was measured in)
 register_method("DyHPO-refine-on-misfit", _ours("DyHPO", fit_schedule="misfit"))
