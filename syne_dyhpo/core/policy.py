@@ -70,8 +70,8 @@ class FitSchedule:
         every step. None (default): refine every ``refine_every`` observations
     :param rescale_when_outdated: when the observations have outgrown the outcome transform,
         re-estimate it and carry the trained surrogate over to the new scale (a surrogate with
-        ``rescale(old, new)``, such as DPL's ensemble, whose prediction is an affine function
-        of its output layer) and refine it, instead of training from scratch (not in the
+        ``rescale(old, new)``, such as DPL's ensemble, whose predictions go through an
+        adjustable affine output map) and refine it, instead of training from scratch (not in the
         papers, which do not normalise scores). Surrogates without ``rescale`` (the GP, whose
         inputs hold transformed curves) are trained from scratch as before. For DPL it saves
         a fifth to a quarter of its CPU and raises its regret a lot, on TaskSet several-fold
