@@ -314,3 +314,22 @@ def test_power_law_ensemble_rescaled_to_a_new_transform_predicts_the_same_values
     mean_new, _ = rescaled.predict(candidates, np.full(50, 20.0))
     mean, _ = ensemble.predict(candidates, np.full(50, 20.0))
     assert np.abs(mean_new * new.scale + new.loc - (mean * old.scale + old.loc)).max() < 0.1 * np.ptp(raw)
+
+
+def test_power_law_nets_pickled_before_the_output_map_predict_as_before():
+    import torch
+
+    from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawNets
+
+    torch.manual_seed(0)
+    nets = PowerLawNets(3, PowerLawConfig())
+    x, b = torch.rand(5, 7, 3), torch.rand(5, 7).clamp_min(0.05)
+    state = dict(nets.__dict__)
+    del state["out_scale"], state["out_shift"]  # what an earlier version pickled
+    old = PowerLawNets.__new__(PowerLawNets)
+    old.__setstate__(state)
+    with torch.no_grad():
+        np.testing.assert_array_equal(old(x, b).numpy(), nets(x, b).numpy())
+    old.rescale(2.0, 1.0)
+    with torch.no_grad():
+        np.testing.assert_allclose(old(x, b).numpy(), 2.0 * nets(x, b).numpy() + 1.0, rtol=1e-6)
