@@ -179,40 +179,36 @@ register_method("DyHPO-delay8", _dyhpo_misfit(complete_incumbent_delay=8.0))
 register_method("DeepPowerLaw-delay8", _earlier("DeepPowerLaw", complete_incumbent_delay=8.0))
 
 
-def _dyhpo_gp(**gp_options: Any) -> MethodFactory:
-    """DyHPO with its default GP settings changed by ``gp_options`` (speed variants)."""
+#: where each of our methods keeps the default of a scheduler argument that variants change
+_DEFAULT_ARGUMENTS = {
+    ("DyHPO", "surrogate_config"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_GP_CONFIG"),
+    ("DyHPO", "fit_schedule"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_FIT_SCHEDULE"),
+    ("DeepPowerLaw", "surrogate_config"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_POWER_LAW_CONFIG"),
+    ("DeepPowerLaw", "fit_schedule"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_FIT_SCHEDULE"),
+}
+
+
+def _default_changed(class_name: str, argument: str, **changes: Any) -> MethodFactory:
+    """``class_name`` (today's defaults) with the default ``argument`` (``surrogate_config`` or
+    ``fit_schedule``, a dataclass) changed by ``changes`` (speed and schedule variants)."""
+    module_name, constant = _DEFAULT_ARGUMENTS[class_name, argument]
 
     def factory(d, cs, configs, seed):
+        import importlib
         from dataclasses import replace
 
-        from syne_dyhpo.methods.dyhpo import DEFAULT_GP_CONFIG
-
-        return _ours("DyHPO", surrogate_config=replace(DEFAULT_GP_CONFIG, **gp_options))(d, cs, configs, seed)
+        default = getattr(importlib.import_module(module_name), constant)
+        return _ours(class_name, **{argument: replace(default, **changes)})(d, cs, configs, seed)
 
     return factory
 
 
 # cheaper training: the kernel trained on at most 64 observations; refines of at most 20 epochs
-register_method("DyHPO-fit64", _dyhpo_gp(max_fit_points=64))
-register_method("DyHPO-refine20", _dyhpo_gp(refine_iterations=20))
-
-
-def _dyhpo_refine_every(interval: int) -> MethodFactory:
-    """DyHPO refining its GP every ``interval`` observations (default schedule otherwise)."""
-
-    def factory(d, cs, configs, seed):
-        from dataclasses import replace
-
-        from syne_dyhpo.methods.dyhpo import DEFAULT_FIT_SCHEDULE
-
-        return _ours("DyHPO", fit_schedule=replace(DEFAULT_FIT_SCHEDULE, refine_every=interval))(d, cs, configs, seed)
-
-    return factory
-
-
+register_method("DyHPO-fit64", _default_changed("DyHPO", "surrogate_config", max_fit_points=64))
+register_method("DyHPO-refine20", _default_changed("DyHPO", "surrogate_config", refine_iterations=20))
 # the GP refined every 15 observations (version 0.1's interval and the default until refines
 # became rarer than one decision in 20: ``dyhpo.DEFAULT_FIT_SCHEDULE``)
-register_method("DyHPO-every15", _dyhpo_refine_every(15))
+register_method("DyHPO-every15", _default_changed("DyHPO", "fit_schedule", refine_every=15))
 
 # fewer new configurations scored per decision (default 256): the whitening of new candidates
 # against the conditioning set is the largest share of a decision (docs/speed.md)
@@ -221,53 +217,15 @@ register_method("DyHPO-cand64", _ours("DyHPO", num_candidates=64))
 # fresh draws (``num_kept_candidates``): 256 candidates per decision, an eighth of them new
 register_method("DyHPO-keep224", _ours("DyHPO", num_kept_candidates=224))
 
-
-def _dpl_rescale(d, cs, configs, seed):
-    """DPL carrying its ensemble over to a re-estimated outcome transform instead of training
-    it from scratch (``FitSchedule.rescale_when_outdated``)."""
-    from dataclasses import replace
-
-    from syne_dyhpo.methods.deep_power_law import DEFAULT_FIT_SCHEDULE
-
-    schedule = replace(DEFAULT_FIT_SCHEDULE, rescale_when_outdated=True)
-    return _ours("DeepPowerLaw", fit_schedule=schedule)(d, cs, configs, seed)
-
-
 # DPL carried over to a re-estimated outcome transform instead of trained from scratch
 # (``FitSchedule.rescale_when_outdated``): measured worse (docs/speed.md), not the default
-register_method("DeepPowerLaw-rescale", _dpl_rescale)
-
-def _dpl_steps(refine_steps: int, fit_steps: int) -> MethodFactory:
-    """DPL with other caps on the minibatch steps of a refinement / of a fit from scratch
-    (``PowerLawConfig.max_refine_steps`` / ``max_fit_steps``; defaults 4 / 500)."""
-
-    def factory(d, cs, configs, seed):
-        from dataclasses import replace
-
-        from syne_dyhpo.methods.deep_power_law import DEFAULT_POWER_LAW_CONFIG
-
-        config = replace(DEFAULT_POWER_LAW_CONFIG, max_refine_steps=refine_steps, max_fit_steps=fit_steps)
-        return _ours("DeepPowerLaw", surrogate_config=config)(d, cs, configs, seed)
-
-    return factory
-
-
-# fewer steps per refinement, fits from scratch as they are (docs/speed.md, fifth round)
-register_method("DeepPowerLaw-s2f500", _dpl_steps(2, 500))
-register_method("DeepPowerLaw-s1f500", _dpl_steps(1, 500))
-
-def _dpl_refit_on_stall(d, cs, configs, seed):
-    """DPL also trained from scratch after 1.2 x max_t observations without a new best score,
-    as the authors' code does (``FitSchedule.refit_on_stall``; ``paper_fit_schedule()``)."""
-    from dataclasses import replace
-
-    from syne_dyhpo.methods.deep_power_law import DEFAULT_FIT_SCHEDULE
-
-    schedule = replace(DEFAULT_FIT_SCHEDULE, refit_on_stall=1.2)
-    return _ours("DeepPowerLaw", fit_schedule=schedule)(d, cs, configs, seed)
-
-
-register_method("DeepPowerLaw-stall", _dpl_refit_on_stall)
+register_method("DeepPowerLaw-rescale", _default_changed("DeepPowerLaw", "fit_schedule", rescale_when_outdated=True))
+# fewer minibatch steps per refinement (default 4), fits from scratch as they are (500 steps)
+register_method("DeepPowerLaw-s2f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=2))
+register_method("DeepPowerLaw-s1f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=1))
+# also trained from scratch after 1.2 x max_t observations without a new best score, as the
+# authors' code does (``FitSchedule.refit_on_stall``, ``deep_power_law.paper_fit_schedule()``)
+register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_schedule", refit_on_stall=1.2))
 
 # today's defaults but the cheaper misfit-triggered fit schedule (``DyHPO-misfit`` pins the
 # completion rules of the round it was measured in)
