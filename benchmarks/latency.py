@@ -451,7 +451,7 @@ def main(argv=None) -> int:
         cpu: list[float] = []
         try:
             costs = drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                          time_limit=args.time_limit, cpu=cpu, options=_options(method, args)) \
+                          time_limit=args.time_limit, cpu=cpu, options=args.options) \
                 if split is None else _drive_split(method, max_obs, args, split, cpu)
         finally:
             if split is not None:
@@ -486,13 +486,9 @@ def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np
     globals()["make_scheduler"] = rooted
     try:
         return drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                     time_limit=args.time_limit, cpu=cpu, options=_options(method, args))
+                     time_limit=args.time_limit, cpu=cpu, options=args.options)
     finally:
         globals()["make_scheduler"] = original
-
-
-def _options(method: str, args) -> dict[str, Any]:
-    return {} if method == "BOHB" else args.options
 
 
 if __name__ == "__main__":
