@@ -1,5 +1,6 @@
 """The two surrogates on synthetic learning curves with known structure."""
 
+import copy
 import pickle
 
 import numpy as np
@@ -297,7 +298,7 @@ def test_power_law_ensemble_rescaled_to_a_new_transform_predicts_the_same_values
     ensemble.fit(data, True, 0)
     candidates = Candidates(x=x[:50], budget=epochs[:50], curves=np.zeros((50, 1)),
                             trial_ids=[None] * 50, configs=[{}] * 50)
-    new = old.copy()
+    new = copy.copy(old)
     new.fit(3.0 * raw + 5.0)  # another location and scale
     assert abs(np.log(new.scale / old.scale)) > 0.5 and abs(new.loc - old.loc) > 1.0
     rescaled = pickle.loads(pickle.dumps(ensemble))

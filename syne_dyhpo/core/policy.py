@@ -11,6 +11,7 @@ are always expressed in the normalisation the model was trained with.
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
@@ -215,7 +216,7 @@ class SurrogatePolicy:
         with torch_threads(self.num_threads):
             scheduled, outdated = self._from_scratch_due(observations)
             if not scheduled and outdated and self._can_rescale():
-                old = self.transform.copy()
+                old = copy.copy(self.transform)
                 self.transform.fit(observations.all_scores())
                 self.surrogate.rescale(old, self.transform)
                 self.surrogate.fit(self._training_data(observations), from_scratch=False, seed=seed)

@@ -49,12 +49,6 @@ class ScoreTransform:
         spread = max((q75 - q25) / 1.349, (float(finite.max()) - self.loc) / 3.0)
         self.scale = max(spread, 1e-3 * max(abs(self.loc), 1e-6), 1e-12)
 
-    def copy(self) -> "ScoreTransform":
-        """An independent copy (same floor, location, scale and version)."""
-        other = ScoreTransform(self.floor)
-        other.loc, other.scale, other.version = self.loc, self.scale, self.version
-        return other
-
     def outdated(self, scores: np.ndarray, tolerance: float = 2.0) -> bool:
         """Whether a transform fitted on ``scores`` would differ from this one by more than a
         factor ``tolerance`` in scale or by more than one scale in location. Early on the
