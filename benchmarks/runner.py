@@ -209,6 +209,10 @@ register_method("DyHPO-refine20", _default_changed("DyHPO", "surrogate_config", 
 # the GP refined every 15 observations (version 0.1's interval and the default until refines
 # became rarer than one decision in 20: ``dyhpo.DEFAULT_FIT_SCHEDULE``)
 register_method("DyHPO-every15", _default_changed("DyHPO", "fit_schedule", refine_every=15))
+# the posterior conditioned on at most about 1024 (the default until the sixth speed round) /
+# 256 observations (default 512: every configuration's latest row, then the most recent ones)
+register_method("DyHPO-cond1024", _default_changed("DyHPO", "surrogate_config", max_condition_points=1024))
+register_method("DyHPO-cond256", _default_changed("DyHPO", "surrogate_config", max_condition_points=256))
 
 # fewer new configurations scored per decision (default 256): the whitening of new candidates
 # against the conditioning set is the largest share of a decision (docs/speed.md)

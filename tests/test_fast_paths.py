@@ -536,6 +536,25 @@ def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_ot
         DeepKernelGPConfig(max_condition_points=0)
 
 
+def test_bound_below_the_number_of_configurations_keeps_the_latest_rows_of_the_most_recent_ones(fitted_gp):
+    gp, obs, curves, transform = fitted_gp
+    data = obs.training_data()
+    latest = {}
+    for i, x in enumerate(data.x):
+        latest[x.tobytes()] = i
+    assert len(latest) == 25
+    bounded = DeepKernelGP(replace(gp.config, max_condition_points=20))
+    bounded.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
+    bounded._posterior = None
+    cands = candidates_of(obs, transform, np.random.RandomState(3).rand(6, 2))
+    mean, std = bounded.predict(cands, cands.budget)
+    # one row per configuration: the latest rows of the 20 configurations observed last
+    np.testing.assert_array_equal(bounded.conditioning_rows(), sorted(latest.values())[-20:])
+    ref_mean, ref_std = gpytorch_posterior(bounded, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
+    np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
+    np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
+
+
 def test_deep_kernel_gp_dill_round_trip_predicts_the_same(fitted_gp):
     gp, obs, curves, transform = fitted_gp
     cands = candidates_of(obs, transform, np.random.RandomState(3).rand(5, 2))

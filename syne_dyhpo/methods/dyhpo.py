@@ -76,9 +76,13 @@ MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
 #: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
-#: posterior conditioned on at most about 1024 observations (``max_condition_points``; the
-#: paper's exact GP on all: None), which bounds a decision's cost beyond that (docs/speed.md).
-DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=1024)
+#: posterior conditioned on at most about 512 observations (``max_condition_points``: every
+#: configuration's latest, then the most recent; the paper's exact GP on all: None), which
+#: bounds a decision's cost beyond that. 512 against 1024 on the development grid, where runs
+#: reach 1000 observations: regret at 100 % of the budget level or lower in all eight cells,
+#: decision latency at 5,000 observations about two thirds; 256 raised the 4-worker TaskSet
+#: regret (``docs/speed.md``, ``benchmarks/RESULTS.md``, ``DyHPO-cond1024``, ``DyHPO-cond256``).
+DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=512)
 
 
 def paper_fit_schedule() -> FitSchedule:
