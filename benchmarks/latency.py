@@ -17,6 +17,7 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO BOHB --max-obs 3000 --bin 500
     PYTHONPATH=. python benchmarks/latency.py --bins 1-500 4501-5000 9501-10000 --n-workers 4
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg num_kept_candidates=224
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg surrogate_config.max_condition_points=1024
 
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
 training-data building, fit from scratch, refine, conditioning/Cholesky, prediction,
@@ -27,7 +28,8 @@ instead (``benchmarks/runner.py``, 1 worker, budget 20 x max_t)::
     PYTHONPATH=. python benchmarks/latency.py --split --simulator ../shared/data/lcbench Australian
 
 ``--scheduler-arg KEY=VALUE`` (repeatable) passes an argument to DyHPO and DeepPowerLaw (not
-to BOHB); with ``--simulator``, ``--methods`` also takes the runner's variant names
+to BOHB); ``surrogate_config.FIELD=VALUE`` or ``fit_schedule.FIELD=VALUE`` changes one field of
+the method's default settings; with ``--simulator``, ``--methods`` also takes the runner's variant names
 (``benchmarks/runner.py``, e.g. ``DyHPO-keep224``).
 
 A method that exceeds ``--time-limit`` seconds of scheduler compute stops there; its later bins
@@ -107,8 +109,15 @@ class PowerLawTask:
         return self._coefficients(config)[3]
 
 
+#: scheduler arguments whose fields ``--scheduler-arg ARGUMENT.FIELD=VALUE`` changes in the
+#: method's default (a dataclass: ``benchmarks.runner.default_changed``)
+FIELD_ARGUMENTS = ("surrogate_config", "fit_schedule")
+
+
 def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
-    """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB)"""
+    """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB); a key
+        ``"surrogate_config.FIELD"`` or ``"fit_schedule.FIELD"`` changes that field of the
+        method's default"""
     space = config_space()
     if method == "BOHB":
         from syne_tune.optimizer.baselines import BOHB
@@ -116,8 +125,19 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
         return BOHB(space, metric="loss", time_attr="epoch", max_t=max_t, do_minimize=True, random_seed=seed)
     import syne_dyhpo
 
+    arguments = {k: v for k, v in options.items() if "." not in k}
+    fields: dict[str, dict[str, Any]] = {}
+    for key, value in options.items():
+        if "." in key:
+            argument, field = key.split(".", 1)
+            fields.setdefault(argument, {})[field] = value
+    if fields:
+        from benchmarks.runner import default_changed
+
+        for argument, changes in fields.items():
+            arguments[argument] = default_changed(method, argument, **changes)
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
-                                       random_seed=seed, **options)
+                                       random_seed=seed, **arguments)
 
 
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------
@@ -380,7 +400,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--methods", nargs="+", default=list(METHODS),
                    help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)")
     p.add_argument("--scheduler-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable)")
+                   help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable); "
+                        "surrogate_config.FIELD=VALUE / fit_schedule.FIELD=VALUE change a field of its default")
     p.add_argument("--max-obs", type=int, default=10_000, help="observations per method")
     p.add_argument("--bin", type=int, default=500, help="bin width (observations)")
     p.add_argument("--bins", nargs="*", default=None, help="explicit bins LO-HI (1-based, inclusive)")
@@ -412,12 +433,17 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def scheduler_arg(text: str) -> tuple[str, Any]:
-    """``"KEY=VALUE"`` -> ``(KEY, VALUE)``, VALUE a Python literal (a bare word stays a string)."""
+    """``"KEY=VALUE"`` -> ``(KEY, VALUE)``, VALUE a Python literal (a bare word stays a string);
+    KEY may be ``ARGUMENT.FIELD`` with ARGUMENT one of :data:`FIELD_ARGUMENTS`."""
     import ast
 
     key, sep, value = text.partition("=")
-    if not sep or not key.isidentifier():
-        raise argparse.ArgumentTypeError(f"--scheduler-arg must be KEY=VALUE, got {text!r}")
+    argument, dot, field = key.partition(".")
+    valid = argument.isidentifier() and (not dot or (argument in FIELD_ARGUMENTS and field.isidentifier()))
+    if not sep or not valid:
+        raise argparse.ArgumentTypeError(
+            f"--scheduler-arg must be KEY=VALUE or ARGUMENT.FIELD=VALUE with ARGUMENT one of {FIELD_ARGUMENTS}, "
+            f"got {text!r}")
     try:
         return key, ast.literal_eval(value)
     except (ValueError, SyntaxError):

@@ -188,17 +188,25 @@ _DEFAULT_ARGUMENTS = {
 }
 
 
-def _default_changed(class_name: str, argument: str, **changes: Any) -> MethodFactory:
-    """``class_name`` (today's defaults) with the default ``argument`` (``surrogate_config`` or
-    ``fit_schedule``, a dataclass) changed by ``changes`` (speed and schedule variants)."""
+def default_changed(class_name: str, argument: str, **changes: Any) -> Any:
+    """The default ``argument`` (``surrogate_config`` or ``fit_schedule``, a dataclass) of our
+    method ``class_name``, with the fields ``changes`` changed.
+
+    :raises TypeError: a field the dataclass does not have (named in the message)
+    """
+    import importlib
+    from dataclasses import replace
+
     module_name, constant = _DEFAULT_ARGUMENTS[class_name, argument]
+    return replace(getattr(importlib.import_module(module_name), constant), **changes)
+
+
+def _default_changed(class_name: str, argument: str, **changes: Any) -> MethodFactory:
+    """``class_name`` (today's defaults) with the default ``argument`` changed by ``changes``
+    (speed and schedule variants; :func:`default_changed`)."""
 
     def factory(d, cs, configs, seed):
-        import importlib
-        from dataclasses import replace
-
-        default = getattr(importlib.import_module(module_name), constant)
-        return _ours(class_name, **{argument: replace(default, **changes)})(d, cs, configs, seed)
+        return _ours(class_name, **{argument: default_changed(class_name, argument, **changes)})(d, cs, configs, seed)
 
     return factory
 

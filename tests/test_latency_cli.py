@@ -18,6 +18,21 @@ def test_scheduler_args_reach_our_schedulers_and_not_bohb():
     assert type(bohb).__name__ == "BOHB"
 
 
+def test_scheduler_arg_fields_change_that_field_of_the_methods_default_only():
+    from dataclasses import replace
+
+    from syne_dyhpo.methods import dyhpo
+
+    args = latency.parse_args(["--methods", "DyHPO", "--scheduler-arg", "surrogate_config.max_condition_points=1024",
+                               "--scheduler-arg", "fit_schedule.refine_every=15"])
+    policy = latency.make_scheduler("DyHPO", 10, 0, **args.options).policy
+    assert policy.surrogate.config == replace(dyhpo.DEFAULT_GP_CONFIG, max_condition_points=1024)
+    assert policy.schedule == replace(dyhpo.DEFAULT_FIT_SCHEDULE, refine_every=15)
+    # a field the method's settings do not have is refused by name
+    with pytest.raises(TypeError, match="max_condition_points"):
+        latency.make_scheduler("DeepPowerLaw", 10, 0, **args.options)
+
+
 def test_scheduler_arg_values_are_literals_or_words():
     assert latency.scheduler_arg("complete_incumbent=False") == ("complete_incumbent", False)
     assert latency.scheduler_arg("commit_completion_after=None") == ("commit_completion_after", None)
@@ -26,7 +41,8 @@ def test_scheduler_arg_values_are_literals_or_words():
 
 @pytest.mark.parametrize("argv, message", [
     (["--methods", "Foo"], "unknown \\['Foo'\\]"),
-    (["--scheduler-arg", "bad"], "must be KEY=VALUE, got 'bad'"),
+    (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
+    (["--scheduler-arg", "num_candidates.x=1"], "ARGUMENT one of \\('surrogate_config', 'fit_schedule'\\), got 'num_candidates.x=1'"),
     (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
 ])
 def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
