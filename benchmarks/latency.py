@@ -53,6 +53,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
+from benchmarks.defaults import FIELD_ARGUMENTS, default_changed  # noqa: E402 (after the path fix)
+
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
 # ----- the synthetic benchmark -------------------------------------------------------------
@@ -109,11 +111,6 @@ class PowerLawTask:
         return self._coefficients(config)[3]
 
 
-#: scheduler arguments whose fields ``--scheduler-arg ARGUMENT.FIELD=VALUE`` changes in the
-#: method's default (a dataclass: ``benchmarks.runner.default_changed``)
-FIELD_ARGUMENTS = ("surrogate_config", "fit_schedule")
-
-
 def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
     """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB); a key
         ``"surrogate_config.FIELD"`` or ``"fit_schedule.FIELD"`` changes that field of the
@@ -125,17 +122,15 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
         return BOHB(space, metric="loss", time_attr="epoch", max_t=max_t, do_minimize=True, random_seed=seed)
     import syne_dyhpo
 
-    arguments = {k: v for k, v in options.items() if "." not in k}
+    arguments: dict[str, Any] = {}
     fields: dict[str, dict[str, Any]] = {}
     for key, value in options.items():
-        if "." in key:
-            argument, field = key.split(".", 1)
+        argument, dot, field = key.partition(".")
+        if dot:
             fields.setdefault(argument, {})[field] = value
-    if fields:
-        from benchmarks.runner import default_changed
-
-        for argument, changes in fields.items():
-            arguments[argument] = default_changed(method, argument, **changes)
+        else:
+            arguments[key] = value
+    arguments.update({argument: default_changed(method, argument, **changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
                                        random_seed=seed, **arguments)
 
@@ -434,7 +429,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def scheduler_arg(text: str) -> tuple[str, Any]:
     """``"KEY=VALUE"`` -> ``(KEY, VALUE)``, VALUE a Python literal (a bare word stays a string);
-    KEY may be ``ARGUMENT.FIELD`` with ARGUMENT one of :data:`FIELD_ARGUMENTS`."""
+    KEY may be ``ARGUMENT.FIELD`` with ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS``."""
     import ast
 
     key, sep, value = text.partition("=")

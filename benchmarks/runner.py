@@ -34,6 +34,7 @@ from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
+from benchmarks.defaults import default_changed
 from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
@@ -177,28 +178,6 @@ register_method("DeepPowerLaw-no-delay", _earlier("DeepPowerLaw", complete_incum
 # with 4 workers, a wait of 25 epochs (delay 2 divided by the workers rather than their square)
 register_method("DyHPO-delay8", _dyhpo_misfit(complete_incumbent_delay=8.0))
 register_method("DeepPowerLaw-delay8", _earlier("DeepPowerLaw", complete_incumbent_delay=8.0))
-
-
-#: where each of our methods keeps the default of a scheduler argument that variants change
-_DEFAULT_ARGUMENTS = {
-    ("DyHPO", "surrogate_config"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_GP_CONFIG"),
-    ("DyHPO", "fit_schedule"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_FIT_SCHEDULE"),
-    ("DeepPowerLaw", "surrogate_config"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_POWER_LAW_CONFIG"),
-    ("DeepPowerLaw", "fit_schedule"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_FIT_SCHEDULE"),
-}
-
-
-def default_changed(class_name: str, argument: str, **changes: Any) -> Any:
-    """The default ``argument`` (``surrogate_config`` or ``fit_schedule``, a dataclass) of our
-    method ``class_name``, with the fields ``changes`` changed.
-
-    :raises TypeError: a field the dataclass does not have (named in the message)
-    """
-    import importlib
-    from dataclasses import replace
-
-    module_name, constant = _DEFAULT_ARGUMENTS[class_name, argument]
-    return replace(getattr(importlib.import_module(module_name), constant), **changes)
 
 
 def _default_changed(class_name: str, argument: str, **changes: Any) -> MethodFactory:

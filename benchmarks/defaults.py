@@ -1,0 +1,31 @@
+"""Our methods' default settings that benchmark variants change (dataclasses), and those
+defaults with some fields changed: shared by the runner's variants (``benchmarks/runner.py``)
+and ``benchmarks/latency.py --scheduler-arg ARGUMENT.FIELD=VALUE``. Imports the defaults only
+when asked, so that importing this module costs nothing."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import replace
+from typing import Any
+
+#: where each of our methods keeps the default of a scheduler argument that variants change
+DEFAULT_ARGUMENTS = {
+    ("DyHPO", "surrogate_config"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_GP_CONFIG"),
+    ("DyHPO", "fit_schedule"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_FIT_SCHEDULE"),
+    ("DeepPowerLaw", "surrogate_config"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_POWER_LAW_CONFIG"),
+    ("DeepPowerLaw", "fit_schedule"): ("syne_dyhpo.methods.deep_power_law", "DEFAULT_FIT_SCHEDULE"),
+}
+
+#: the scheduler arguments whose fields can be changed
+FIELD_ARGUMENTS = tuple(dict.fromkeys(argument for _, argument in DEFAULT_ARGUMENTS))
+
+
+def default_changed(class_name: str, argument: str, **changes: Any) -> Any:
+    """The default ``argument`` (one of :data:`FIELD_ARGUMENTS`, a dataclass) of our method
+    ``class_name``, with the fields ``changes`` changed.
+
+    :raises TypeError: a field the dataclass does not have (named in the message)
+    """
+    module_name, constant = DEFAULT_ARGUMENTS[class_name, argument]
+    return replace(getattr(importlib.import_module(module_name), constant), **changes)
