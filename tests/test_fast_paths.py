@@ -500,27 +500,34 @@ def test_misfit_errors_are_standardised_one_step_ahead_errors(fitted_gp):
     assert len(gp.misfit()) == 0  # training starts the count again
 
 
+def _trained_gp_with_bound(gp: DeepKernelGP, max_condition_points: int) -> DeepKernelGP:
+    """``gp``'s trained model and data, its posterior conditioned on at most this many rows."""
+    bounded = DeepKernelGP(replace(gp.config, max_condition_points=max_condition_points))
+    bounded.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
+    bounded._posterior = None
+    return bounded
+
+
+def _latest_row_of_each_config(obs) -> list[int]:
+    latest = {}
+    for i, x in enumerate(obs.training_data().x):
+        latest[x.tobytes()] = i
+    return sorted(latest.values())
+
+
 def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_otherwise_gpytorchs(fitted_gp):
     gp, obs, curves, transform = fitted_gp
     n = len(obs.training_data())
     cands = candidates_of(obs, transform, np.random.RandomState(2).rand(10, 2))
     full = gp.predict(cands, cands.budget)
-    covering = DeepKernelGP(replace(gp.config, max_condition_points=n))
-    covering.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
-    covering._posterior = None
+    covering = _trained_gp_with_bound(gp, n)
     for a, b in zip(full, covering.predict(cands, cands.budget)):
         np.testing.assert_allclose(a, b, atol=1e-10)
-    bounded = DeepKernelGP(replace(gp.config, max_condition_points=30))
-    bounded.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
-    bounded._posterior = None
+    bounded = _trained_gp_with_bound(gp, 30)
     mean, std = bounded.predict(cands, cands.budget)
     rows = bounded.conditioning_rows()
     assert len(rows) == 30 and np.all(np.diff(rows) > 0)
-    data = obs.training_data()
-    latest = {}
-    for i, x in enumerate(data.x):
-        latest[x.tobytes()] = i
-    assert set(latest.values()) <= set(rows)  # every configuration's latest row is kept
+    assert set(_latest_row_of_each_config(obs)) <= set(rows)  # every configuration's latest row is kept
     ref_mean, ref_std = gpytorch_posterior(bounded, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
@@ -538,18 +545,13 @@ def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_ot
 
 def test_bound_below_the_number_of_configurations_keeps_the_latest_rows_of_the_most_recent_ones(fitted_gp):
     gp, obs, curves, transform = fitted_gp
-    data = obs.training_data()
-    latest = {}
-    for i, x in enumerate(data.x):
-        latest[x.tobytes()] = i
+    latest = _latest_row_of_each_config(obs)
     assert len(latest) == 25
-    bounded = DeepKernelGP(replace(gp.config, max_condition_points=20))
-    bounded.__dict__.update({k: v for k, v in gp.__dict__.items() if k not in ("_posterior", "config")})
-    bounded._posterior = None
+    bounded = _trained_gp_with_bound(gp, 20)
     cands = candidates_of(obs, transform, np.random.RandomState(3).rand(6, 2))
     mean, std = bounded.predict(cands, cands.budget)
     # one row per configuration: the latest rows of the 20 configurations observed last
-    np.testing.assert_array_equal(bounded.conditioning_rows(), sorted(latest.values())[-20:])
+    np.testing.assert_array_equal(bounded.conditioning_rows(), latest[-20:])
     ref_mean, ref_std = gpytorch_posterior(bounded, model_inputs(cands.x, cands.budget, cands.curves, obs.max_t))
     np.testing.assert_allclose(mean, ref_mean, atol=1e-6)
     np.testing.assert_allclose(std, ref_std, rtol=1e-4, atol=1e-6)
