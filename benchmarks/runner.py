@@ -214,6 +214,10 @@ register_method("DeepPowerLaw-rescale", _default_changed("DeepPowerLaw", "fit_sc
 # fewer minibatch steps per refinement (default 4), fits from scratch as they are (500 steps)
 register_method("DeepPowerLaw-s2f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=2))
 register_method("DeepPowerLaw-s1f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=1))
+# narrower members (default: the paper's and the authors' d -> 128 -> 128 -> 3): a minibatch step
+# of the 5-member ensemble costs about half at 64 units and a third at 32 (docs/speed.md)
+register_method("DeepPowerLaw-h64", _default_changed("DeepPowerLaw", "surrogate_config", hidden=64))
+register_method("DeepPowerLaw-h32", _default_changed("DeepPowerLaw", "surrogate_config", hidden=32))
 # also trained from scratch after 1.2 x max_t observations without a new best score, as the
 # authors' code does (``FitSchedule.refit_on_stall``, ``deep_power_law.paper_fit_schedule()``)
 register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_schedule", refit_on_stall=1.2))
