@@ -3,6 +3,7 @@ finite set of configurations running out, bad input, late reports, tiny spaces, 
 ``points_to_evaluate``. Continuation with ``Tuner.load`` is in ``test_continuation.py``."""
 
 import pickle
+import re
 
 import dill
 import numpy as np
@@ -11,7 +12,7 @@ from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, simulate_tuner, tiny_blackbox
-from syne_dyhpo import DeepPowerLaw, DyHPO
+from syne_dyhpo import DeepKernelGPConfig, DeepPowerLaw, DyHPO, PowerLawConfig
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
 
@@ -86,6 +87,48 @@ def test_large_pool_keeps_exact_segments_with_max_resource_attr():
 def test_do_minimize_must_be_a_bool(do_minimize):
     with pytest.raises(ValueError, match=f"do_minimize must be True or False, got {do_minimize!r}"):
         DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=5, do_minimize=do_minimize)
+
+
+@pytest.mark.parametrize(
+    "argument, value, expected",
+    [
+        ("num_candidates", 2.5, "an integer >= 1"),
+        ("num_candidates", "256", "an integer >= 1"),
+        ("num_initial_random", -1, "an integer >= 0"),
+        ("max_paused_checkpoints", 0, "an integer >= 1 or None"),
+        ("sh_probability", "often", "a number in [0, 1]"),
+        ("sh_reduction_factor", 1, "a finite number > 1"),
+    ],
+)
+def test_scheduler_arguments_of_the_wrong_kind_are_refused_by_name(argument, value, expected):
+    # a string once failed inside a comparison (TypeError, no argument named) and 2.5
+    # candidates passed the check
+    with pytest.raises(ValueError, match=re.escape(f"{argument} must be {expected}, got {value!r}")):
+        DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=5, **{argument: value})
+
+
+@pytest.mark.parametrize(
+    "settings, field, value, expected",
+    [
+        (DeepKernelGPConfig, "hidden", 0, "an integer >= 1"),
+        (DeepKernelGPConfig, "features", 16.0, "an integer >= 1"),
+        (DeepKernelGPConfig, "refine_iterations", -1, "an integer >= 0"),
+        (DeepKernelGPConfig, "max_fit_points", 0, "an integer >= 1 or None"),
+        (DeepKernelGPConfig, "lr", 0.0, "a finite number > 0"),
+        (DeepKernelGPConfig, "predict_noisy", "yes", "True or False"),
+        (PowerLawConfig, "hidden", -64, "an integer >= 1"),
+        (PowerLawConfig, "batch_size", 0, "an integer >= 1"),
+        (PowerLawConfig, "refine_epochs", 2.5, "an integer >= 0"),
+        (PowerLawConfig, "max_refine_steps", 0, "an integer >= 1 or None"),
+        (PowerLawConfig, "lr", float("inf"), "a finite number > 0"),
+    ],
+)
+def test_surrogate_settings_are_checked_when_made(settings, field, value, expected):
+    # before, a zero width or learning rate failed (or silently trained nothing) at the
+    # first fit, deep inside torch, after the tuner had started
+    with pytest.raises(ValueError, match=re.escape(f"{field} must be {expected}, got {value!r}")):
+        settings(**{field: value})
+    settings(**{field: None if "None" in expected else getattr(settings(), field)})  # the default passes
 
 
 SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}

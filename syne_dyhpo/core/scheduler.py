@@ -35,6 +35,7 @@ from syne_tune.optimizer.schedulers.remove_checkpoints import (
 )
 from syne_tune.tuner_callback import TunerCallback
 
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -49,30 +50,6 @@ _ACTIONS = {
     ResultAction.PAUSE: SchedulerDecision.PAUSE,
     ResultAction.STOP: SchedulerDecision.STOP,
 }
-
-
-def _checked_flag(name: str, value: Any) -> bool:
-    """``value`` if it is True or False, else a ValueError naming the argument."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _checked_integer(name: str, value: Any, minimum: int) -> int:
-    """``value`` as an int if it is an integer (not a bool) >= ``minimum``, else a ValueError."""
-    if isinstance(value, bool) or not (isinstance(value, (int, np.integer)) and value >= minimum):
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return int(value)
-
-
-def _checked_number(name: str, value: Any, low: float, high: float, expected: str) -> float:
-    """``value`` as a float if it is a real number (not a bool) in ``[low, high]``, else a
-    ValueError saying it must be ``expected``."""
-    if isinstance(value, bool) or not (
-        isinstance(value, (int, float, np.integer, np.floating)) and low <= value <= high
-    ):
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
-    return float(value)
 
 
 class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
@@ -233,36 +210,33 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
         if int(budget_step) != budget_step or budget_step < 1:
             raise ValueError(f"budget_step must be an integer >= 1, got {budget_step!r}")
-        if num_candidates < 1:
-            raise ValueError(f"num_candidates must be >= 1, got {num_candidates}")
-        num_kept_candidates = _checked_integer("num_kept_candidates", num_kept_candidates, 0)
+        num_candidates = checked_integer("num_candidates", num_candidates, 1)
+        num_kept_candidates = checked_integer("num_kept_candidates", num_kept_candidates, 0)
         if num_kept_candidates >= num_candidates:
             raise ValueError(
                 f"num_kept_candidates must be smaller than num_candidates ({num_candidates}), got {num_kept_candidates}"
             )
-        if max_paused_checkpoints is not None and max_paused_checkpoints < 1:
-            raise ValueError(f"max_paused_checkpoints must be >= 1 or None, got {max_paused_checkpoints}")
-        if not 0.0 <= sh_probability <= 1.0:
-            raise ValueError(f"sh_probability must be in [0, 1], got {sh_probability}")
-        complete_incumbent = _checked_flag("complete_incumbent", complete_incumbent)
-        complete_incumbent_after = _checked_integer("complete_incumbent_after", complete_incumbent_after, 1)
-        complete_incumbent_delay = _checked_number(
+        max_paused_checkpoints = checked_integer("max_paused_checkpoints", max_paused_checkpoints, 1, allow_none=True)
+        sh_probability = checked_number("sh_probability", sh_probability, 0.0, 1.0, "a number in [0, 1]")
+        complete_incumbent = checked_flag("complete_incumbent", complete_incumbent)
+        complete_incumbent_after = checked_integer("complete_incumbent_after", complete_incumbent_after, 1)
+        complete_incumbent_delay = checked_number(
             "complete_incumbent_delay", complete_incumbent_delay, 0.0, sys.float_info.max, "a finite number >= 0"
         )
-        complete_incumbent_share = _checked_number(
+        complete_incumbent_share = checked_number(
             "complete_incumbent_share", complete_incumbent_share, 0.0, 1.0, "a number in [0, 1]"
         )
-        complete_leaders_until_trained = _checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
-        committed_completions = _checked_integer("committed_completions", committed_completions, 0)
+        complete_leaders_until_trained = checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
+        committed_completions = checked_integer("committed_completions", committed_completions, 0)
         if commit_completion_after is not None:
             # the smallest positive float as the lower bound: (0, 1]
-            commit_completion_after = _checked_number(
+            commit_completion_after = checked_number(
                 "commit_completion_after", commit_completion_after, math.ulp(0.0), 1.0, "None or a number in (0, 1]"
             )
-        if not sh_reduction_factor > 1.0:
-            raise ValueError(f"sh_reduction_factor must be > 1, got {sh_reduction_factor}")
-        if num_initial_random < 0:
-            raise ValueError(f"num_initial_random must be >= 0, got {num_initial_random}")
+        sh_reduction_factor = checked_number(
+            "sh_reduction_factor", sh_reduction_factor, math.nextafter(1.0, 2.0), sys.float_info.max, "a finite number > 1"
+        )
+        num_initial_random = checked_integer("num_initial_random", num_initial_random, 0)
         self.config_space = config_space
         self.metric = metric
         self.do_minimize = bool(do_minimize)

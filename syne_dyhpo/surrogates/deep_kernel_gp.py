@@ -45,6 +45,7 @@ import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import nn
 
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.surrogates.marginal_likelihood import _MAX_HALF_SQ_DIST, negative_mll_and_gradients
@@ -98,8 +99,13 @@ class DeepKernelGPConfig:
     max_condition_points: int | None = None
 
     def __post_init__(self):
-        if self.max_condition_points is not None and self.max_condition_points < 1:
-            raise ValueError(f"max_condition_points must be >= 1 or None, got {self.max_condition_points}")
+        for name in ("hidden", "features", "conv_channels", "max_iterations", "patience"):
+            checked_integer(name, getattr(self, name), 1)
+        checked_integer("refine_iterations", self.refine_iterations, 0)
+        for name in ("max_fit_points", "max_condition_points"):
+            checked_integer(name, getattr(self, name), 1, allow_none=True)
+        checked_positive("lr", self.lr)
+        checked_flag("predict_noisy", self.predict_noisy)
 
 
 class FeatureExtractor(nn.Module):

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from syne_dyhpo.checks import checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.surrogates.optim import Adam
@@ -64,12 +65,12 @@ class PowerLawConfig:
     def __post_init__(self):
         if self.loss not in ("mse", "l1"):
             raise ValueError(f"loss must be 'mse' or 'l1', got {self.loss!r}")
-        if self.num_members < 1:
-            raise ValueError(f"num_members must be >= 1, got {self.num_members}")
+        for name in ("num_members", "hidden", "batch_size", "fit_epochs"):
+            checked_integer(name, getattr(self, name), 1)
+        checked_integer("refine_epochs", self.refine_epochs, 0)
         for name in ("max_refine_steps", "max_fit_steps"):
-            value = getattr(self, name)
-            if value is not None and value < 1:
-                raise ValueError(f"{name} must be >= 1 or None, got {value}")
+            checked_integer(name, getattr(self, name), 1, allow_none=True)
+        checked_positive("lr", self.lr)
 
 
 class _BatchedLinear(nn.Module):

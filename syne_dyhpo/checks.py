@@ -1,0 +1,44 @@
+"""Argument checks shared by the schedulers and the surrogates' settings: each returns the
+value in its canonical type or raises a ValueError that names the argument and the value."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def checked_flag(name: str, value: Any) -> bool:
+    """``value`` if it is True or False (numpy's too), else a ValueError naming the argument."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def checked_integer(name: str, value: Any, minimum: int, allow_none: bool = False) -> int | None:
+    """``value`` as an int if it is an integer (not a bool) >= ``minimum``, else a ValueError.
+
+    :param allow_none: None is accepted (and returned) too
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, (int, np.integer)) and value >= minimum):
+        expected = f"an integer >= {minimum}" + (" or None" if allow_none else "")
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return int(value)
+
+
+def checked_number(name: str, value: Any, low: float, high: float, expected: str) -> float:
+    """``value`` as a float if it is a real number (not a bool) in ``[low, high]``, else a
+    ValueError saying it must be ``expected``."""
+    if isinstance(value, (bool, np.bool_)) or not (
+        isinstance(value, (int, float, np.integer, np.floating)) and low <= value <= high
+    ):
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
+    return float(value)
+
+
+def checked_positive(name: str, value: Any) -> float:
+    """``value`` as a float if it is a finite real number > 0, else a ValueError."""
+    return checked_number(name, value, math.ulp(0.0), np.finfo(float).max, "a finite number > 0")
