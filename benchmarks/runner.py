@@ -214,10 +214,13 @@ register_method("DeepPowerLaw-rescale", _default_changed("DeepPowerLaw", "fit_sc
 # fewer minibatch steps per refinement (default 4), fits from scratch as they are (500 steps)
 register_method("DeepPowerLaw-s2f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=2))
 register_method("DeepPowerLaw-s1f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=1))
+# the first speed round's DPL candidates (docs/speed.md, "Results on the development grid"):
+# minibatch steps per refinement / per fit from scratch; 4 / 500 became (and are) the defaults
+register_method("DPL-s4f500", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=4, max_fit_steps=500))
+register_method("DPL-s2f250", _default_changed("DeepPowerLaw", "surrogate_config", max_refine_steps=2, max_fit_steps=250))
 # narrower members (default: the paper's and the authors' d -> 128 -> 128 -> 3): a minibatch step
-# of the 5-member ensemble costs about half at 64 units and a third at 32 (docs/speed.md)
+# of the 5-member ensemble costs about half at 64 units; measured worse (docs/speed.md)
 register_method("DeepPowerLaw-h64", _default_changed("DeepPowerLaw", "surrogate_config", hidden=64))
-register_method("DeepPowerLaw-h32", _default_changed("DeepPowerLaw", "surrogate_config", hidden=32))
 # also trained from scratch after 1.2 x max_t observations without a new best score, as the
 # authors' code does (``FitSchedule.refit_on_stall``, ``deep_power_law.paper_fit_schedule()``)
 register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_schedule", refit_on_stall=1.2))
