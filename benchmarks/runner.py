@@ -225,8 +225,8 @@ register_method("DeepPowerLaw-h64", _default_changed("DeepPowerLaw", "surrogate_
 # authors' code does (``FitSchedule.refit_on_stall``, ``deep_power_law.paper_fit_schedule()``)
 register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_schedule", refit_on_stall=1.2))
 
-# two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions,
-# and so about half the surrogate's work, per epoch of budget
+# two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
+# per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
 register_method("DyHPO-step2", _ours("DyHPO", budget_step=2))
 register_method("DeepPowerLaw-step2", _ours("DeepPowerLaw", budget_step=2))
 
