@@ -204,8 +204,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"time_attr must be a non-empty string, got {time_attr!r}")
-        if not isinstance(do_minimize, (bool, np.bool_)):
-            raise ValueError(f"do_minimize must be True or False, got {do_minimize!r}")
+        do_minimize = checked_flag("do_minimize", do_minimize)
         if max_t is None or int(max_t) != max_t or max_t < 1:
             raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
         if int(budget_step) != budget_step or budget_step < 1:
