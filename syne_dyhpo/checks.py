@@ -16,15 +16,32 @@ def checked_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
-def checked_integer(name: str, value: Any, minimum: int, allow_none: bool = False) -> int | None:
-    """``value`` as an int if it is an integer (not a bool) >= ``minimum``, else a ValueError.
+def checked_integer(
+    name: str,
+    value: Any,
+    minimum: int,
+    maximum: int | None = None,
+    allow_none: bool = False,
+    integral_floats: bool = False,
+) -> int | None:
+    """``value`` as an int if it is an integer (not a bool) in ``[minimum, maximum]``, else a
+    ValueError naming the argument and the value.
 
+    :param maximum: Largest value accepted; None: no bound
     :param allow_none: None is accepted (and returned) too
+    :param integral_floats: A float with an integer value counts as that integer. For
+        arguments that are often read from data rather than typed, such as ``max_t`` taken
+        from a blackbox's fidelities (``52.0``)
     """
     if value is None and allow_none:
         return None
-    if isinstance(value, (bool, np.bool_)) or not (isinstance(value, (int, np.integer)) and value >= minimum):
-        expected = f"an integer >= {minimum}" + (" or None" if allow_none else "")
+    is_integer = isinstance(value, (int, np.integer)) or (
+        integral_floats and isinstance(value, (float, np.floating)) and math.isfinite(value) and value == int(value)
+    )
+    in_range = is_integer and value >= minimum and (maximum is None or value <= maximum)
+    if isinstance(value, (bool, np.bool_)) or not in_range:
+        bound = f">= {minimum}" if maximum is None else f"in [{minimum}, {maximum}]"
+        expected = f"an integer {bound}" + (" or None" if allow_none else "")
         raise ValueError(f"{name} must be {expected}, got {value!r}")
     return int(value)
 

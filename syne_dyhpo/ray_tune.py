@@ -72,6 +72,7 @@ from syne_tune import config_space as st_cs
 from syne_tune.backend.trial_status import Trial as SyneTrial
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
+from syne_dyhpo.checks import checked_integer
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
 logger = logging.getLogger(__name__)
@@ -120,11 +121,9 @@ class FreezeThawRayScheduler(RayTrialScheduler):
                 "max_resource_attr is not supported under Ray Tune: Ray pauses a trainable right "
                 "after the report answered with PAUSE, so segments are exact without it"
             )
-        if int(max_concurrent) != max_concurrent or max_concurrent < 1:
-            raise ValueError(f"max_concurrent must be an integer >= 1, got {max_concurrent!r}")
-        for name, value in (("max_num_trials", max_num_trials), ("max_total_epochs", max_total_epochs)):
-            if value is not None and (int(value) != value or value < 1):
-                raise ValueError(f"{name} must be None or an integer >= 1, got {value!r}")
+        max_concurrent = checked_integer("max_concurrent", max_concurrent, 1)
+        max_num_trials = checked_integer("max_num_trials", max_num_trials, 1, allow_none=True)
+        max_total_epochs = checked_integer("max_total_epochs", max_total_epochs, 1, allow_none=True)
         if max_num_trials is None and max_total_epochs is None:
             logger.warning(
                 "Neither max_num_trials nor max_total_epochs is set: the run ends only when "

@@ -98,13 +98,31 @@ def test_do_minimize_must_be_a_bool(do_minimize):
         ("max_paused_checkpoints", 0, "an integer >= 1 or None"),
         ("sh_probability", "often", "a number in [0, 1]"),
         ("sh_reduction_factor", 1, "a finite number > 1"),
+        ("max_t", "abc", "an integer >= 1"),
+        ("max_t", [5], "an integer >= 1"),
+        ("max_t", float("nan"), "an integer >= 1"),
+        ("max_t", 5.5, "an integer >= 1"),
+        ("budget_step", "2", "an integer >= 1"),
+        ("random_seed", "seven", "an integer in [0, 4294967295] or None"),
+        ("random_seed", -1, "an integer in [0, 4294967295] or None"),
+        ("random_seed", True, "an integer in [0, 4294967295] or None"),
+        ("condition_on_running", "yes", "True or False"),
     ],
 )
 def test_scheduler_arguments_of_the_wrong_kind_are_refused_by_name(argument, value, expected):
-    # a string once failed inside a comparison (TypeError, no argument named) and 2.5
-    # candidates passed the check
+    # a string once failed inside a comparison (TypeError, no argument named), 2.5
+    # candidates passed the check, and max_t="abc" failed inside int() naming nothing
+    kwargs = {"max_t": 5, argument: value}
     with pytest.raises(ValueError, match=re.escape(f"{argument} must be {expected}, got {value!r}")):
-        DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=5, **{argument: value})
+        DyHPO({"x": uniform(0, 1)}, metric="loss", **kwargs)
+
+
+def test_integral_floats_and_numpy_values_read_from_data_are_accepted():
+    # max_t is often read from a blackbox's fidelities, which may be floats or numpy scalars
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=np.float64(52.0), budget_step=2.0,
+              random_seed=np.int64(3), condition_on_running=np.True_)
+    assert (s.max_t, s.budget_step, s.random_seed) == (52, 2, 3)
+    assert all(type(v) is int for v in (s.max_t, s.budget_step, s.random_seed))
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ trained twice, and the run must end with a best config."""
 from __future__ import annotations
 
 import json
+import re
 import sys
 import tempfile
 import time
@@ -167,6 +168,23 @@ def test_config_space_from_ray():
     assert space["c"] == 3
     with pytest.raises(ValueError):
         config_space_from_ray({"q": tune.quniform(0, 1, 0.1)})
+
+
+@pytest.mark.parametrize(
+    "argument, value, expected",
+    [
+        ("max_concurrent", "4", "an integer >= 1"),
+        ("max_concurrent", 0, "an integer >= 1"),
+        ("max_num_trials", 2.5, "an integer >= 1 or None"),
+        ("max_total_epochs", [100], "an integer >= 1 or None"),
+    ],
+)
+def test_counts_of_the_wrong_kind_are_refused_by_name(argument, value, expected):
+    from syne_dyhpo import DyHPO
+
+    core = DyHPO({"x": uniform(0, 1)}, "loss", max_t=3)
+    with pytest.raises(ValueError, match=re.escape(f"{argument} must be {expected}, got {value!r}")):
+        FreezeThawRayScheduler(core, **{"max_num_trials": 2, argument: value})
 
 
 @pytest.mark.slow  # starts a Tuner, Ray or a process

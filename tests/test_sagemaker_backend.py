@@ -132,6 +132,8 @@ GOOD = dict(entry_point="train.py", role=ROLE, instance_type="ml.m5.large", s3_p
         ({"image_uri": "1.dkr.ecr.us-east-1.amazonaws.com/x:1"}, "image_uri", "1.dkr.ecr.us-east-1.amazonaws.com/x:1"),
         ({"framework_version": None}, "framework_version", None),
         ({"keep_alive_period_seconds": 7200}, "keep_alive_period_seconds", 7200),
+        ({"volume_size_gb": True}, "volume_size_gb", True),
+        ({"max_run_seconds": "3600"}, "max_run_seconds", "3600"),
         ({"entry_point": "missing.py"}, "entry_point", "missing.py"),
         ({"dependencies": ["no/such/dir"]}, "dependencies", "no/such/dir"),
         ({"log_grace_period": -1}, "log_grace_period", -1),

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.backends.s3 import S3Location
+from syne_dyhpo.checks import checked_integer
 
 CHECKPOINT_LOCAL_PATH = "/opt/ml/checkpoints"
 """Folder inside the job that SageMaker syncs with the job's ``checkpoint_s3_uri``."""
@@ -109,13 +110,10 @@ class TrainingJobSettings:
                    "framework_version", self.framework_version, "a PyTorch version like '2.5.1'")
             _check(isinstance(self.py_version, str) and bool(_PY_VERSION.match(self.py_version)),
                    "py_version", self.py_version, "a Python version tag like 'py311'")
-        _check(isinstance(self.volume_size_gb, int) and self.volume_size_gb >= 1, "volume_size_gb",
-               self.volume_size_gb, "an integer >= 1")
-        _check(isinstance(self.max_run_seconds, int) and self.max_run_seconds >= 1, "max_run_seconds",
-               self.max_run_seconds, "an integer >= 1")
-        if self.keep_alive_period_seconds is not None:
-            _check(isinstance(self.keep_alive_period_seconds, int) and 1 <= self.keep_alive_period_seconds <= 3600,
-                   "keep_alive_period_seconds", self.keep_alive_period_seconds, "an integer in [1, 3600] or None")
+        checked_integer("volume_size_gb", self.volume_size_gb, 1)
+        checked_integer("max_run_seconds", self.max_run_seconds, 1)
+        # SageMaker's warm pools keep an instance for at most an hour
+        checked_integer("keep_alive_period_seconds", self.keep_alive_period_seconds, 1, maximum=3600, allow_none=True)
         for name, mapping in (("environment", self.environment), ("tags", self.tags)):
             _check(isinstance(mapping, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                      for k, v in mapping.items()),

@@ -20,6 +20,7 @@ import numpy as np
 from scipy.special import bdtrc
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
+from syne_dyhpo.checks import checked_integer
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -95,12 +96,10 @@ class FitSchedule:
     rescale_when_outdated: bool = False
 
     def __post_init__(self):
-        if int(self.refine_every) != self.refine_every or self.refine_every < 1:
-            raise ValueError(f"refine_every must be an integer >= 1, got {self.refine_every!r}")
+        checked_integer("refine_every", self.refine_every, 1)
         if not self.refit_growth > 1:
             raise ValueError(f"refit_growth must be > 1, got {self.refit_growth!r}")
-        if int(self.initial_full_fits) != self.initial_full_fits or self.initial_full_fits < 1:
-            raise ValueError(f"initial_full_fits must be an integer >= 1, got {self.initial_full_fits!r}")
+        checked_integer("initial_full_fits", self.initial_full_fits, 1)
         if self.refit_on_stall is not None and not self.refit_on_stall > 0:
             raise ValueError(f"refit_on_stall must be > 0 or None, got {self.refit_on_stall!r}")
         if self.refine_on_misfit is not None and not 0 < self.refine_on_misfit < 1:

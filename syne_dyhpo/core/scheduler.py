@@ -197,18 +197,19 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         committed_completions: int = 0,
         commit_completion_after: float | None = 0.5,
     ):
-        if random_seed is not None and (isinstance(random_seed, bool) or int(random_seed) != random_seed):
-            raise ValueError(f"random_seed must be an integer or None, got {random_seed!r}")
-        super().__init__(random_seed=None if random_seed is None else int(random_seed))
+        # numpy's RandomState takes seeds in [0, 2**32 - 1]
+        random_seed = checked_integer(
+            "random_seed", random_seed, 0, maximum=2**32 - 1, allow_none=True, integral_floats=True
+        )
+        super().__init__(random_seed=random_seed)
         if not isinstance(metric, str) or not metric:
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"time_attr must be a non-empty string, got {time_attr!r}")
         do_minimize = checked_flag("do_minimize", do_minimize)
-        if max_t is None or int(max_t) != max_t or max_t < 1:
-            raise ValueError(f"max_t must be an integer >= 1, got {max_t!r}")
-        if int(budget_step) != budget_step or budget_step < 1:
-            raise ValueError(f"budget_step must be an integer >= 1, got {budget_step!r}")
+        # integral floats pass: max_t is often read from a blackbox's fidelities (52.0)
+        max_t = checked_integer("max_t", max_t, 1, integral_floats=True)
+        budget_step = checked_integer("budget_step", budget_step, 1, integral_floats=True)
         num_candidates = checked_integer("num_candidates", num_candidates, 1)
         num_kept_candidates = checked_integer("num_kept_candidates", num_kept_candidates, 0)
         if num_kept_candidates >= num_candidates:

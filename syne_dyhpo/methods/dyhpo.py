@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
+from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
@@ -129,8 +130,7 @@ class DyHPO(FreezeThawScheduler):
         complete_leaders_until_trained: bool = True,
         **kwargs: Any,
     ):
-        if not isinstance(condition_on_running, bool):
-            raise ValueError(f"condition_on_running must be True or False, got {condition_on_running!r}")
+        condition_on_running = checked_flag("condition_on_running", condition_on_running)
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
             acquisition=MultiFidelityLogEI.from_observations,
