@@ -137,6 +137,8 @@ GOOD = dict(entry_point="train.py", role=ROLE, instance_type="ml.m5.large", s3_p
         ({"entry_point": "missing.py"}, "entry_point", "missing.py"),
         ({"dependencies": ["no/such/dir"]}, "dependencies", "no/such/dir"),
         ({"log_grace_period": -1}, "log_grace_period", -1),
+        ({"poll_interval": float("nan")}, "poll_interval", float("nan")),
+        ({"stop_timeout": True}, "stop_timeout", True),
     ],
 )
 def test_bad_arguments_fail_naming_argument_and_value(code, monkeypatch, changes, argument, value):

@@ -39,6 +39,7 @@ checkpoint at the end: pass ``delete_checkpoints_at_end=True`` for that).
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -67,6 +68,7 @@ from syne_dyhpo.backends.sagemaker_job import (
 )
 from syne_dyhpo.backends.source_package import build_source_archive, check_sources
 from syne_dyhpo.backends.trial_jobs import TERMINAL_JOB_STATUSES, SegmentJob, TrialJobs
+from syne_dyhpo.checks import checked_number
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +159,7 @@ class SageMakerBackend(TrialBackend):
         check_sources(entry_point, source_dir, dependencies)
         for name, value in (("log_grace_period", log_grace_period), ("stop_timeout", stop_timeout),
                             ("poll_interval", poll_interval)):
-            if not isinstance(value, (int, float)) or value < 0:
-                raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+            checked_number(name, value, 0.0, sys.float_info.max, "a finite number >= 0")
         self._session = boto_session
         if region is None:
             region = (boto_session or boto3.Session()).region_name
