@@ -128,32 +128,59 @@ class SegmentLog(TunerCallback):
         return sum(e.kind == kind and (decision is None or e.decision == decision) for e in self.events)
 
 
+def add_tuning_arguments(
+    group: argparse._ActionsContainer,
+    *,
+    workers: str,
+    budget_epochs: int,
+    sleep_time: float,
+    checkpoints: str,
+    at_end: str,
+) -> None:
+    """Adds the tuning arguments every launcher takes (this one and ``tune_sagemaker.py``).
+
+    :param group: Parser or argument group to add them to
+    :param workers: What runs trials, for the help of ``--n-workers`` ("processes")
+    :param budget_epochs: Default of ``--budget-epochs``
+    :param sleep_time: Default of ``--sleep-time``, the Tuner's polling interval in seconds
+    :param checkpoints: Where checkpoints live, for the help of the housekeeping arguments
+    :param at_end: What becomes of the other checkpoints at the end, for the help of
+        ``--delete-checkpoints``
+    """
+    group.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
+    group.add_argument("--n-workers", type=int, default=2, help=f"trials run in parallel ({workers})")
+    group.add_argument("--max-epochs", type=int, default=10, help="max_t: epochs of a fully trained trial")
+    group.add_argument("--budget-epochs", type=int, default=budget_epochs, help="stop after this many epochs in total")
+    group.add_argument("--max-wallclock-time", type=float, default=None, help="also stop after this many seconds")
+    group.add_argument("--max-paused-checkpoints", type=int, default=None,
+                       help="keep at most this many paused trials resumable; retire (and delete the "
+                            f"checkpoints {checkpoints} of) those ranked hopeless")
+    group.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
+                       help=f"delete the checkpoints {checkpoints} of stopped and retired trials{at_end} "
+                            "(default: on iff --max-paused-checkpoints is given)")
+    group.add_argument("--max-failures", type=int, default=3, help="stop tuning after more failed trials than this")
+    group.add_argument("--sleep-time", type=float, default=sleep_time, help="Tuner polling interval (s)")
+    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--tuner-name", type=str, default=None)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
-    p.add_argument("--n-workers", type=int, default=2, help="trials run in parallel (processes)")
-    p.add_argument("--max-epochs", type=int, default=10, help="max_t: epochs of a fully trained trial")
-    p.add_argument("--budget-epochs", type=int, default=40, help="stop after this many epochs in total")
-    p.add_argument("--max-wallclock-time", type=float, default=None, help="also stop after this many seconds")
+    add_tuning_arguments(p, workers="processes", budget_epochs=40, sleep_time=0.5, checkpoints="on this machine",
+                         at_end=", and all others at the end")
     p.add_argument("--budget-step", type=int, default=1, help="epochs per decision (segment length)")
     p.add_argument("--num-initial-random", type=int, default=2, help="random trials before the surrogate")
     p.add_argument("--num-candidates", type=int, default=64, help="new configs scored per decision")
-    p.add_argument("--max-paused-checkpoints", type=int, default=None,
-                   help="keep at most this many paused trials resumable; retire (and delete the "
-                        "checkpoints of) those ranked hopeless")
-    p.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
-                   help="backend deletes checkpoints of stopped/retired trials and all at the end "
-                        "(default: on iff --max-paused-checkpoints is given)")
     p.add_argument("--restart-on-lost-checkpoint", action="store_true",
                    help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it")
-    p.add_argument("--max-failures", type=int, default=3, help="stop tuning after more failed trials than this")
-    p.add_argument("--sleep-time", type=float, default=0.5, help="Tuner polling interval (s)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--tuner-name", type=str, default=None)
     return p
 
 
-def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any]):
+def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], **options: Any):
+    """The scheduler ``args`` ask for (see :func:`add_tuning_arguments`) on the digits MLP.
+
+    :param options: Further scheduler arguments, e.g. those only this launcher takes
+    """
     from syne_dyhpo import DeepPowerLaw, DyHPO
 
     cls = {"dyhpo": DyHPO, "dpl": DeepPowerLaw}[args.method]
@@ -163,13 +190,10 @@ def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any]):
         do_minimize=(MODE == "min"),
         time_attr=RESOURCE_ATTR,
         max_t=args.max_epochs,
-        budget_step=args.budget_step,
-        num_candidates=args.num_candidates,
-        num_initial_random=args.num_initial_random,
         max_resource_attr=MAX_RESOURCE_ATTR,
         max_paused_checkpoints=args.max_paused_checkpoints,
-        restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
         random_seed=args.seed,
+        **options,
     )
 
 
@@ -198,7 +222,14 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
     if delete is None:
         delete = args.max_paused_checkpoints is not None
     backend = LocalBackend(entry_point=str(ENTRY_POINT), delete_checkpoints=delete)
-    scheduler = build_scheduler(args, config_space)
+    scheduler = build_scheduler(
+        args,
+        config_space,
+        budget_step=args.budget_step,
+        num_candidates=args.num_candidates,
+        num_initial_random=args.num_initial_random,
+        restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
+    )
     store = StoreResultsCallback()
     log = SegmentLog(backend)
     tuner = Tuner(

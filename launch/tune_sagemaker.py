@@ -31,9 +31,17 @@ if str(LAUNCH_DIR.parent) not in sys.path:  # running from a source checkout
 if str(LAUNCH_DIR) not in sys.path:
     sys.path.insert(0, str(LAUNCH_DIR))
 
-from mlp_config_space import MAX_RESOURCE_ATTR, METRIC, MODE, RESOURCE_ATTR, make_config_space  # noqa: E402
+from mlp_config_space import make_config_space  # noqa: E402
 from syne_tune.tuner_callback import TunerCallback  # noqa: E402
-from tune_local import SegmentLog, TuningRun, best_config_lines, best_result, log_to_console  # noqa: E402
+from tune_local import (  # noqa: E402
+    SegmentLog,
+    TuningRun,
+    add_tuning_arguments,
+    best_config_lines,
+    best_result,
+    build_scheduler,
+    log_to_console,
+)
 
 import syne_dyhpo  # noqa: E402
 
@@ -85,23 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
     aws.add_argument("--keep-alive-seconds", type=int, default=None,
                      help="keep finished jobs' instances warm this long for the next job (warm pools; billed)")
     tune = p.add_argument_group("tuning")
-    tune.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
-    tune.add_argument("--n-workers", type=int, default=2, help="training jobs running at once")
-    tune.add_argument("--max-epochs", type=int, default=10, help="max_t: epochs of a fully trained trial")
-    tune.add_argument("--budget-epochs", type=int, default=30, help="stop after this many epochs in total")
-    tune.add_argument("--max-wallclock-time", type=float, default=None, help="also stop after this many seconds")
-    tune.add_argument("--max-paused-checkpoints", type=int, default=None,
-                      help="keep at most this many paused trials resumable; retire the others and delete "
-                           "their checkpoints from S3")
-    tune.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
-                      help="delete S3 checkpoints of retired and stopped trials "
-                           "(default: on iff --max-paused-checkpoints is given)")
+    add_tuning_arguments(tune, workers="training jobs", budget_epochs=30, sleep_time=10.0, checkpoints="in S3",
+                         at_end="; paused trials' stay unless --delete-checkpoints-at-end")
     tune.add_argument("--delete-checkpoints-at-end", action="store_true",
                       help="with --delete-checkpoints, also delete paused trials' checkpoints at the end")
-    tune.add_argument("--max-failures", type=int, default=3, help="stop tuning after more failed trials than this")
-    tune.add_argument("--sleep-time", type=float, default=10.0, help="seconds between polls of AWS")
-    tune.add_argument("--seed", type=int, default=0)
-    tune.add_argument("--tuner-name", type=str, default=None)
     return p
 
 
@@ -136,22 +131,6 @@ def build_backend(args: argparse.Namespace, **overrides: Any):
     )
     kwargs.update(overrides)
     return SageMakerBackend(**kwargs)
-
-
-def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any]):
-    from syne_dyhpo import DeepPowerLaw, DyHPO
-
-    cls = {"dyhpo": DyHPO, "dpl": DeepPowerLaw}[args.method]
-    return cls(
-        config_space,
-        metric=METRIC,
-        do_minimize=(MODE == "min"),
-        time_attr=RESOURCE_ATTR,
-        max_t=args.max_epochs,
-        random_seed=args.seed,
-        max_resource_attr=MAX_RESOURCE_ATTR,
-        max_paused_checkpoints=args.max_paused_checkpoints,
-    )
 
 
 def run(args: argparse.Namespace, backend=None, callbacks: list[TunerCallback] | None = None) -> TuningRun:
