@@ -130,7 +130,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
                 "Ray stops it (e.g. time_budget_s or a stopper)"
             )
         self.core = scheduler
-        self.max_concurrent = int(max_concurrent)
+        self.max_concurrent = max_concurrent
         self.max_num_trials = max_num_trials
         self.max_total_epochs = max_total_epochs
         self._metric = scheduler.metric

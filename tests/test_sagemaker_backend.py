@@ -158,6 +158,14 @@ def test_good_arguments_build_without_contacting_aws(code, monkeypatch):
     assert backend._clients == {}  # nothing was created, let alone called
 
 
+def test_numpy_sizes_are_kept_as_plain_ints(code, monkeypatch):
+    # botocore's request validation refuses numpy integers, so the settings hold ints
+    monkeypatch.chdir(code)
+    backend = SageMakerBackend(**{**GOOD, "volume_size_gb": np.int64(50), "keep_alive_period_seconds": np.int32(600)})
+    assert type(backend.settings.volume_size_gb) is int and backend.settings.volume_size_gb == 50
+    assert type(backend.settings.keep_alive_period_seconds) is int
+
+
 def test_job_names_fit_sagemaker_rules():
     long_a = "my_tuner." + "x" * 80 + "-2025-01-01-00-00-00-001"
     long_b = "my_tuner." + "x" * 80 + "-2025-01-01-00-00-00-002"

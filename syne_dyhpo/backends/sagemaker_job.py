@@ -110,10 +110,13 @@ class TrainingJobSettings:
                    "framework_version", self.framework_version, "a PyTorch version like '2.5.1'")
             _check(isinstance(self.py_version, str) and bool(_PY_VERSION.match(self.py_version)),
                    "py_version", self.py_version, "a Python version tag like 'py311'")
-        checked_integer("volume_size_gb", self.volume_size_gb, 1)
-        checked_integer("max_run_seconds", self.max_run_seconds, 1)
+        # kept as plain ints: botocore's request validation refuses numpy integers
+        self.volume_size_gb = checked_integer("volume_size_gb", self.volume_size_gb, 1)
+        self.max_run_seconds = checked_integer("max_run_seconds", self.max_run_seconds, 1)
         # SageMaker's warm pools keep an instance for at most an hour
-        checked_integer("keep_alive_period_seconds", self.keep_alive_period_seconds, 1, maximum=3600, allow_none=True)
+        self.keep_alive_period_seconds = checked_integer(
+            "keep_alive_period_seconds", self.keep_alive_period_seconds, 1, maximum=3600, allow_none=True
+        )
         for name, mapping in (("environment", self.environment), ("tags", self.tags)):
             _check(isinstance(mapping, dict) and all(isinstance(k, str) and isinstance(v, str)
                                                      for k, v in mapping.items()),

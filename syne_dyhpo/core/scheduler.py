@@ -241,8 +241,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.metric = metric
         self.do_minimize = bool(do_minimize)
         self.time_attr = time_attr
-        self.max_t = int(max_t)
-        self.budget_step = int(budget_step)
+        self.max_t = max_t
+        self.budget_step = budget_step
         self.num_candidates = int(num_candidates)
         self.num_kept_candidates = num_kept_candidates
         #: configurations offered again at the next decision, their keys and encodings
