@@ -2,6 +2,7 @@
 finite set of configurations running out, bad input, late reports, tiny spaces, and
 ``points_to_evaluate``. Continuation with ``Tuner.load`` is in ``test_continuation.py``."""
 
+import math
 import pickle
 import re
 
@@ -12,7 +13,7 @@ from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, simulate_tuner, tiny_blackbox
-from syne_dyhpo import DeepKernelGPConfig, DeepPowerLaw, DyHPO, PowerLawConfig
+from syne_dyhpo import DeepKernelGPConfig, DeepPowerLaw, DyHPO, FitSchedule, PowerLawConfig
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
 
@@ -147,6 +148,45 @@ def test_surrogate_settings_are_checked_when_made(settings, field, value, expect
     with pytest.raises(ValueError, match=re.escape(f"{field} must be {expected}, got {value!r}")):
         settings(**{field: value})
     settings(**{field: None if "None" in expected else getattr(settings(), field)})  # the default passes
+
+
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("refine_every", 0, "an integer >= 1"),
+        ("refine_every", 2.0, "an integer >= 1"),
+        ("initial_full_fits", "1", "an integer >= 1"),
+        ("refit_growth", 1.0, "a number > 1 (inf: never)"),
+        ("refit_growth", "4", "a number > 1 (inf: never)"),
+        ("refit_growth", float("nan"), "a number > 1 (inf: never)"),
+        ("refit_on_stall", 0.0, "a number > 0 or None"),
+        ("refit_on_stall", "1.2", "a number > 0 or None"),
+        ("refine_on_misfit", 1.0, "a number in (0, 1) or None"),
+        ("refine_on_misfit", "0.01", "a number in (0, 1) or None"),
+        ("refine_every_fraction", "0.01", "a finite number > 0 or None"),
+        ("rescale_when_outdated", 1, "True or False"),
+    ],
+)
+def test_fit_schedule_fields_are_checked_by_name(field, value, expected):
+    # a string in a float field once failed inside a comparison (TypeError, no field named)
+    kwargs = {"refine_every": 5, field: value}
+    with pytest.raises(ValueError, match=re.escape(f"{field} must be {expected}, got {value!r}")):
+        FitSchedule(**kwargs)
+
+
+def test_fit_schedule_keeps_plain_types_and_its_open_bounds():
+    schedule = FitSchedule(refine_every=np.int64(21), refit_growth=np.float64(4.0), refit_on_stall=1,
+                           refine_on_misfit=np.float32(0.01), refine_every_fraction=0.01,
+                           rescale_when_outdated=np.True_)
+    assert schedule == FitSchedule(refine_every=21, refit_growth=4.0, refit_on_stall=1.0,
+                                   refine_on_misfit=float(np.float32(0.01)), refine_every_fraction=0.01,
+                                   rescale_when_outdated=True)
+    assert type(schedule.refine_every) is int and type(schedule.refit_growth) is float
+    assert type(schedule.rescale_when_outdated) is bool
+    # the values just inside the open bounds, and inf where it means "never", pass
+    FitSchedule(refine_every=1, refit_growth=math.nextafter(1.0, 2.0), refit_on_stall=math.inf,
+                refine_on_misfit=math.nextafter(1.0, 0.0))
+    assert FitSchedule(refine_every=1).refit_growth == math.inf
 
 
 SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}

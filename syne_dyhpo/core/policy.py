@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import sys
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
 
@@ -20,7 +21,7 @@ import numpy as np
 from scipy.special import bdtrc
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_integer
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -96,16 +97,27 @@ class FitSchedule:
     rescale_when_outdated: bool = False
 
     def __post_init__(self):
-        checked_integer("refine_every", self.refine_every, 1)
-        if not self.refit_growth > 1:
-            raise ValueError(f"refit_growth must be > 1, got {self.refit_growth!r}")
-        checked_integer("initial_full_fits", self.initial_full_fits, 1)
-        if self.refit_on_stall is not None and not self.refit_on_stall > 0:
-            raise ValueError(f"refit_on_stall must be > 0 or None, got {self.refit_on_stall!r}")
-        if self.refine_on_misfit is not None and not 0 < self.refine_on_misfit < 1:
-            raise ValueError(f"refine_on_misfit must be in (0, 1) or None, got {self.refine_on_misfit!r}")
-        if self.refine_every_fraction is not None and not 0 < self.refine_every_fraction < math.inf:
-            raise ValueError(f"refine_every_fraction must be a finite number > 0 or None, got {self.refine_every_fraction!r}")
+        # frozen: the checked values are stored in their canonical types (plain int / float)
+        def canonical(field: str, value: Any) -> None:
+            object.__setattr__(self, field, value)
+
+        canonical("refine_every", checked_integer("refine_every", self.refine_every, 1))
+        canonical("initial_full_fits", checked_integer("initial_full_fits", self.initial_full_fits, 1))
+        # the bounds are open: the next float after 1 (or 0) and before 1 stand for them
+        canonical("refit_growth", checked_number(
+            "refit_growth", self.refit_growth, math.nextafter(1.0, 2.0), math.inf, "a number > 1 (inf: never)"))
+        if self.refit_on_stall is not None:
+            canonical("refit_on_stall", checked_number(
+                "refit_on_stall", self.refit_on_stall, math.ulp(0.0), math.inf, "a number > 0 or None"))
+        if self.refine_on_misfit is not None:
+            canonical("refine_on_misfit", checked_number(
+                "refine_on_misfit", self.refine_on_misfit, math.ulp(0.0), math.nextafter(1.0, 0.0),
+                "a number in (0, 1) or None"))
+        if self.refine_every_fraction is not None:
+            canonical("refine_every_fraction", checked_number(
+                "refine_every_fraction", self.refine_every_fraction, math.ulp(0.0), sys.float_info.max,
+                "a finite number > 0 or None"))
+        canonical("rescale_when_outdated", checked_flag("rescale_when_outdated", self.rescale_when_outdated))
 
     def refine_interval(self, num_observations: int) -> int:
         """New observations after which the surrogate is refined, with ``num_observations``
