@@ -32,7 +32,9 @@ Conventions (all documented here once):
     on first epochs (each started trial has exactly one);
   - *stopped-after-1 share*: the share of the ``n`` epochs spent on trials that
     never got past their first epoch, as of the end of the run (a trial paused
-    after epoch 1 and resumed later does not count, even at 25 %).
+    after epoch 1 and resumed later does not count, even at 25 %);
+  - *deepest epoch*: the highest epoch any trial reached among them (``max_t`` once
+    a trial is trained; how near a run with none trained came).
 """
 
 from __future__ import annotations
@@ -184,7 +186,8 @@ def regret_curve(
 
 
 BUDGET_USE_KEYS = (
-    "epochs", "trials_started", "trials_trained", "first_epoch_share", "stopped_after_first_share"
+    "epochs", "trials_started", "trials_trained", "first_epoch_share", "stopped_after_first_share",
+    "deepest_epoch",
 )
 
 
@@ -196,8 +199,8 @@ def budget_use_at_fractions(
 ) -> dict[float, dict[str, float]]:
     """
     How a run spent its epochs after ``round(f * budget)`` epochs for each
-    fraction: trials started, trials trained to ``max_t``, first-epoch share
-    and stopped-after-1 share (definitions in the module docstring; "the end
+    fraction: trials started, trials trained to ``max_t``, first-epoch share,
+    stopped-after-1 share and deepest epoch (definitions in the module docstring; "the end
     of the run" is its first ``budget`` epochs).
 
     :param trajectory: Output of :func:`incumbent_trajectory` with ``time_attr``
@@ -210,7 +213,8 @@ def budget_use_at_fractions(
     """
     run = trajectory.iloc[: max(int(budget), 0)]
     ids = run["trial_id"].to_numpy()
-    at_max_t = run["level"].to_numpy(dtype=np.float64) >= max_t
+    levels = run["level"].to_numpy(dtype=np.float64)
+    at_max_t = levels >= max_t
     first_seen = ~pd.Series(ids).duplicated().to_numpy()
     if len(ids):
         _, inverse, counts = np.unique(ids, return_inverse=True, return_counts=True)
@@ -227,6 +231,7 @@ def budget_use_at_fractions(
             "trials_trained": int(pd.unique(ids[:n][at_max_t[:n]]).size),
             "first_epoch_share": started / n if n else np.nan,
             "stopped_after_first_share": int(only_epoch[:n].sum()) / n if n else np.nan,
+            "deepest_epoch": float(np.nanmax(levels[:n])) if n else np.nan,
         }
     return out
 

@@ -178,17 +178,17 @@ def test_budget_use_counts_and_shares():
     # after 2 epochs: t0, t1 started (both continue later: not stopped after 1)
     assert use[0.25] == pytest.approx(dict(
         epochs=2, trials_started=2, trials_trained=0, first_epoch_share=1.0,
-        stopped_after_first_share=0.0,
+        stopped_after_first_share=0.0, deepest_epoch=1,
     ))
     # after 4: t2 started; within the budget it never gets past epoch 1 (epoch 2 is row 9)
     assert use[0.5] == pytest.approx(dict(
         epochs=4, trials_started=3, trials_trained=0, first_epoch_share=0.75,
-        stopped_after_first_share=0.25,
+        stopped_after_first_share=0.25, deepest_epoch=2,
     ))
     # after 8: 4 started, t0 and t1 trained, t2 and t3 one epoch each
     assert use[1.0] == pytest.approx(dict(
         epochs=8, trials_started=4, trials_trained=2, first_epoch_share=0.5,
-        stopped_after_first_share=0.25,
+        stopped_after_first_share=0.25, deepest_epoch=3,
     ))
     # with a budget of 9, t2 got past epoch 1: only t3's epoch is "stopped after 1"
     use9 = budget_use_at_fractions(_trajectory(_freeze_thaw_run()), budget=9, max_t=MAX_T)
@@ -205,3 +205,4 @@ def test_budget_use_short_and_empty_runs():
     assert use[0.25]["epochs"] == 5 and use[0.25]["trials_trained"] == 1
     empty = budget_use_at_fractions(traj.iloc[:0], budget=8, max_t=MAX_T)
     assert empty[1.0]["trials_started"] == 0 and np.isnan(empty[1.0]["first_epoch_share"])
+    assert np.isnan(empty[1.0]["deepest_epoch"])
