@@ -5,12 +5,22 @@ TaskSet) and number of workers, each of ours against the better of ASHA and BOHB
 
     PYTHONPATH=. python benchmarks/targets.py benchmarks/figures/long.csv
     PYTHONPATH=. python benchmarks/targets.py results/dev/report-all/long.csv --seeds 0 1 2 3 4
+
+With ``--draws N`` it also estimates how often each cell would hold on a draw of tasks and
+seeds of another size, such as the held-back check of issue 15 (10 LCBench and 8 TaskSet tasks,
+seeds 0-2): ``N`` times, tasks are drawn with replacement from the development tasks of the
+family and seeds without replacement from the seeds run, the same draw for every method (the
+comparison stays paired), and the cell is checked on the draw's means::
+
+    PYTHONPATH=. python benchmarks/targets.py R/report09/long.csv --draws 2000 \\
+        --draw-tasks LCBench=10 TaskSet=8 --draw-seeds 3
 """
 
 from __future__ import annotations
 
 import argparse
 
+import numpy as np
 import pandas as pd
 
 from benchmarks.ablation import FAMILIES
@@ -19,14 +29,15 @@ OURS = ("DyHPO", "DeepPowerLaw")
 REFERENCES = ("ASHA", "BOHB")
 KINDS = {"regret": "anytime", "trained_regret": "fully trained"}
 BUDGETS = (0.25, 0.5, 1.0)
+#: issue 15's bound on TaskSet at 100 %: at most this multiple of ASHA's regret
+ASHA_RATIO_TARGET = 0.7
 
 
-def target_table(long: pd.DataFrame) -> pd.DataFrame:
-    """One row per (family, workers, regret kind, method of ours): its mean regret and the
-    better reference's at each budget point, on the task-seed runs that every method of the
-    cell has, and whether it is at or below."""
+def _common_runs(long: pd.DataFrame) -> dict[tuple[str, int], tuple[list[str], pd.DataFrame]]:
+    """Per (family, workers): the methods present and their runs on the task-seed pairs that
+    every one of them has."""
     long = long.assign(family=long["benchmark"].map(FAMILIES).fillna(long["benchmark"]))
-    rows = []
+    cells = {}
     for (fam, workers), cell in long.groupby(["family", "n_workers"], sort=True):
         present = [m for m in (*OURS, *REFERENCES) if m in set(cell["method"])]
         if not any(m in present for m in OURS) or not any(m in present for m in REFERENCES):
@@ -34,7 +45,17 @@ def target_table(long: pd.DataFrame) -> pd.DataFrame:
         runs = cell[cell["method"].isin(present)]
         common = runs.groupby(["task", "seed"])["method"].nunique()
         common = common[common == len(present)].index
-        runs = runs.set_index(["task", "seed"]).loc[common].reset_index()
+        cells[(fam, workers)] = present, runs.set_index(["task", "seed"]).loc[common].reset_index()
+    return cells
+
+
+def target_table(long: pd.DataFrame) -> pd.DataFrame:
+    """One row per (family, workers, regret kind, method of ours): its mean regret and the
+    better reference's at each budget point, on the task-seed runs that every method of the
+    cell has, and whether it is at or below."""
+    rows = []
+    for (fam, workers), (present, runs) in _common_runs(long).items():
+        common = runs[["task", "seed"]].drop_duplicates()
         means = runs.groupby(["method", "budget_point"])[list(KINDS)].mean()
         for column, kind in KINDS.items():
             for method in (m for m in OURS if m in present):
@@ -48,6 +69,76 @@ def target_table(long: pd.DataFrame) -> pd.DataFrame:
                     row["vs ASHA@100%"] = means.loc[(method, 1.0), column] / means.loc[("ASHA", 1.0), column]
                 rows.append(row)
     return pd.DataFrame(rows)
+
+
+def holding_rates(
+    long: pd.DataFrame,
+    tasks_per_family: dict[str, int],
+    seeds_per_draw: int,
+    draws: int = 2000,
+    random_seed: int = 0,
+) -> pd.DataFrame:
+    """How often each cell of :func:`target_table` holds on random draws of tasks and seeds.
+
+    :param long: A report's ``long.csv``
+    :param tasks_per_family: Tasks per draw of each family (drawn with replacement from its
+        tasks); a family not named is drawn at its own number of tasks
+    :param seeds_per_draw: Seeds per draw (without replacement; the same seeds for every task
+        of the draw, as a benchmark protocol runs them)
+    :param draws: Number of draws
+    :param random_seed: Seed of the draws
+    :return: One row per (family, workers, regret kind, method of ours), with ``holds@B``: the
+        share of draws in which its mean regret is at or below the better reference's
+    """
+    if seeds_per_draw < 1:
+        raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
+    rng = np.random.RandomState(random_seed)
+    rows = []
+    for (fam, workers), (present, runs) in _common_runs(long).items():
+        tasks = sorted(set(runs["task"]))
+        seeds = sorted(set(runs["seed"]))
+        if seeds_per_draw > len(seeds):
+            raise ValueError(f"seeds_per_draw={seeds_per_draw} but {fam} with {workers} workers has {len(seeds)} seeds")
+        n = tasks_per_family.get(fam, len(tasks))
+        task_idx = rng.randint(len(tasks), size=(draws, n))[:, :, None]
+        seed_idx = rng.rand(draws, len(seeds)).argsort(axis=1)[:, :seeds_per_draw][:, None, :]
+
+        def draw_means(method: str, column: str, budget: float) -> np.ndarray:
+            # (tasks, seeds) with NaN where a task lacks a seed: the draw's mean skips those
+            grid = runs[(runs["method"] == method) & (runs["budget_point"] == budget)].pivot_table(
+                index="task", columns="seed", values=column).reindex(index=tasks, columns=seeds)
+            with np.errstate(invalid="ignore"):
+                return np.nanmean(grid.to_numpy()[task_idx, seed_idx], axis=(1, 2))
+
+        for column, kind in KINDS.items():
+            for method in (m for m in OURS if m in present):
+                row = {"family": fam, "workers": workers, "regret": kind, "method": method, "tasks": n,
+                       "seeds": seeds_per_draw, "draws": draws}
+                for b in BUDGETS:
+                    best_ref = np.min([draw_means(r, column, b) for r in REFERENCES if r in present], axis=0)
+                    row[f"holds@{b:.0%}"] = float(np.mean(draw_means(method, column, b) <= best_ref))
+                if "ASHA" in present:
+                    ratio_bound = ASHA_RATIO_TARGET * draw_means("ASHA", column, 1.0)
+                    row["within ASHA ratio@100%"] = float(np.mean(draw_means(method, column, 1.0) <= ratio_bound))
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def holding_markdown(rates: pd.DataFrame) -> str:
+    lines = ["| benchmark | workers | regret | method | tasks x seeds per draw | 25 % | 50 % | 100 % "
+             f"| <= {ASHA_RATIO_TARGET}x ASHA at 100 % |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for _, r in rates.iterrows():
+        cells = " | ".join(f"{r[f'holds@{b:.0%}']:.2f}" for b in BUDGETS)
+        ratio = r.get("within ASHA ratio@100%", np.nan)
+        lines.append(f"| {r['family']} | {r['workers']} | {r['regret']} | {r['method']} | "
+                     f"{r['tasks']} x {r['seeds']} | {cells} | {'' if pd.isna(ratio) else f'{ratio:.2f}'} |")
+    expected = sum(rates[f"holds@{b:.0%}"].sum() for b in BUDGETS)
+    lines.append("")
+    lines.append(f"Share of {rates['draws'].iloc[0] if len(rates) else 0} draws in which the cell holds "
+                 "(ours at or below the better of ASHA and BOHB, mean regret of the draw); "
+                 f"cells expected to hold on a draw: {expected:.1f} of {len(rates) * len(BUDGETS)}.")
+    return "\n".join(lines)
 
 
 def to_markdown(table: pd.DataFrame) -> str:
@@ -72,11 +163,24 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("long_csv")
     p.add_argument("--seeds", nargs="+", type=int, default=None, help="only these seeds")
+    p.add_argument("--draws", type=int, default=0, help="also estimate how often each cell holds on this many draws")
+    p.add_argument("--draw-tasks", nargs="*", default=[], metavar="FAMILY=N",
+                   help="tasks per draw of a family (e.g. LCBench=10 TaskSet=8; default: its own number)")
+    p.add_argument("--draw-seeds", type=int, default=3, help="seeds per draw (default 3)")
     args = p.parse_args()
     long = pd.read_csv(args.long_csv)
     if args.seeds is not None:
         long = long[long["seed"].isin(args.seeds)]
     print(to_markdown(target_table(long)))
+    if args.draws > 0:
+        tasks = {}
+        for item in args.draw_tasks:
+            family, _, number = item.partition("=")
+            if not number.isdigit() or int(number) < 1:
+                p.error(f"--draw-tasks takes FAMILY=N with N >= 1, got {item!r}")
+            tasks[family] = int(number)
+        print()
+        print(holding_markdown(holding_rates(long, tasks, args.draw_seeds, args.draws)))
 
 
 if __name__ == "__main__":

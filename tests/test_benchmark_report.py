@@ -291,3 +291,32 @@ def test_targets_compare_ours_with_the_better_reference_on_common_runs():
     row = table[(table.method == "DyHPO") & (table.regret == "fully trained")].iloc[0]
     assert not row["met@50%"] and row["reference@50%"] == pytest.approx(0.3)
     assert "6 of 12 cells" in to_markdown(table)
+
+
+def test_holding_rates_draw_tasks_and_seeds_paired_across_methods():
+    from benchmarks.targets import holding_markdown, holding_rates
+
+    rows = []
+    # task t0: DyHPO beats both references by 0.1 on every seed; task t1: it loses by 0.3.
+    # DeepPowerLaw ties BOHB everywhere (ties hold). A draw of 1 task holds iff it drew t0.
+    for task, dyhpo in (("t0", 0.1), ("t1", 0.5)):
+        for seed in range(4):
+            for method, value in (("DyHPO", dyhpo), ("DeepPowerLaw", 0.2), ("ASHA", 0.3), ("BOHB", 0.2)):
+                for b in (0.25, 0.5, 1.0):
+                    rows.append(dict(benchmark="lcbench", task=task, method=method, seed=seed, n_workers=1,
+                                     budget_point=b, regret=value, trained_regret=value))
+    long = pd.DataFrame(rows)
+    one_task = holding_rates(long, {"LCBench": 1}, seeds_per_draw=2, draws=4000, random_seed=1)
+    dyhpo = one_task[(one_task.method == "DyHPO") & (one_task.regret == "anytime")].iloc[0]
+    assert 0.47 < dyhpo["holds@25%"] < 0.53 and (dyhpo["tasks"], dyhpo["seeds"]) == (1, 2)
+    assert (one_task[one_task.method == "DeepPowerLaw"][["holds@25%", "holds@50%", "holds@100%"]] == 1.0).all().all()
+    # with two tasks a draw holds only without t1: (t0, t0) in a quarter of the draws
+    two_tasks = holding_rates(long, {"LCBench": 2}, seeds_per_draw=4, draws=4000, random_seed=1)
+    assert 0.22 < two_tasks[two_tasks.method == "DyHPO"]["holds@100%"].iloc[0] < 0.28
+    # issue 15's TaskSet bound, 0.7x ASHA's regret (0.21 here): t0's 0.1 is within it, t1's 0.5 not
+    assert 0.22 < two_tasks[two_tasks.method == "DyHPO"]["within ASHA ratio@100%"].iloc[0] < 0.28
+    assert (two_tasks[two_tasks.method == "DeepPowerLaw"]["within ASHA ratio@100%"] == 1.0).all()
+    text = holding_markdown(one_task)
+    assert "| LCBench | 1 | anytime | DyHPO | 1 x 2 |" in text and "of 12." in text and "<= 0.7x ASHA" in text
+    with pytest.raises(ValueError, match="seeds_per_draw=5 but LCBench with 1 workers has 4 seeds"):
+        holding_rates(long, {}, seeds_per_draw=5)
