@@ -22,12 +22,12 @@ pytestmark = pytest.mark.slow
 # depend on machine load, and with 4 workers whether one of the concurrent trials gets all 30
 # epochs within 200 is a coin flip (deterministic simulation, seeds 0-5: DyHPO 3 of 6,
 # DeepPowerLaw 4 of 6; with 1 worker 6 of 6 each). The 4-worker runs of test_e2e_simulator
-# are deterministic.
-@pytest.mark.parametrize("scheduler, n_workers", [("DyHPO", 1), ("DeepPowerLaw", 1)])
-def test_check_e2e(tmp_path, scheduler, n_workers):
+# are deterministic. A seed other than 0 seeds the scheduler (it once failed in the backend).
+@pytest.mark.parametrize("scheduler, n_workers, seed", [("DyHPO", 1, 0), ("DeepPowerLaw", 1, 0), ("DyHPO", 1, 3)])
+def test_check_e2e(tmp_path, scheduler, n_workers, seed):
     env = {**os.environ, "PYTHONPATH": str(REPO), "SYNETUNE_FOLDER": str(tmp_path)}
     out = subprocess.run(
-        [sys.executable, str(CHECK), f"syne_dyhpo:{scheduler}", "--workers", str(n_workers)],
+        [sys.executable, str(CHECK), f"syne_dyhpo:{scheduler}", "--workers", str(n_workers), "--seed", str(seed)],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
     )
     last = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else out.stderr[-2000:]
