@@ -92,6 +92,8 @@ def holding_rates(
     """
     if seeds_per_draw < 1:
         raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
     rng = np.random.RandomState(random_seed)
     rows = []
     for (fam, workers), (present, runs) in _common_runs(long).items():

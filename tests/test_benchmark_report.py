@@ -320,3 +320,5 @@ def test_holding_rates_draw_tasks_and_seeds_paired_across_methods():
     assert "| LCBench | 1 | anytime | DyHPO | 1 x 2 |" in text and "of 12." in text and "<= 0.7x ASHA" in text
     with pytest.raises(ValueError, match="seeds_per_draw=5 but LCBench with 1 workers has 4 seeds"):
         holding_rates(long, {}, seeds_per_draw=5)
+    with pytest.raises(ValueError, match="draws must be >= 1, got 0"):
+        holding_rates(long, {}, seeds_per_draw=1, draws=0)
