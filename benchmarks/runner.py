@@ -139,11 +139,11 @@ register_method("DeepPowerLaw", _ours("DeepPowerLaw"))
 register_method("DyHPO-paper", _ours("DyHPO", "paper"))
 register_method("DeepPowerLaw-paper", _ours("DeepPowerLaw", "paper"))
 register_method("DyHPO-SH", _ours("DyHPO", "sh"))
+register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 # today's defaults with the GP conditioned on the running trials' pending results (the kriging
 # believer, ``condition_on_running``); ``DyHPO-believer`` below measured it with one leader and
 # the misfit-triggered schedule. With one worker nothing else is running: decisions are DyHPO's
 register_method("DyHPO-condition-running", _ours("DyHPO", condition_on_running=True))
-register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 # The variants below were measured before a completed trial past half of max_t was finished
 # (``commit_completion_after``; it changes decisions with several workers only): each pins
 # that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now
