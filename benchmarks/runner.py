@@ -144,6 +144,10 @@ register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 # believer, ``condition_on_running``); ``DyHPO-believer`` below measured it with one leader and
 # the misfit-triggered schedule. With one worker nothing else is running: decisions are DyHPO's
 register_method("DyHPO-condition-running", _ours("DyHPO", condition_on_running=True))
+# today's defaults with the outcome normalisation fitted on each trial's best score
+# (``normalise_per_trial``)
+register_method("DyHPO-per-trial", _ours("DyHPO", normalise_per_trial=True))
+register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalise_per_trial=True))
 # The variants below were measured before a completed trial past half of max_t was finished
 # (``commit_completion_after``; it changes decisions with several workers only): each pins
 # that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now

@@ -240,6 +240,10 @@ class Observations:
         read-only."""
         return self._rows.view("y") if self._rows is not None else np.zeros(0)
 
+    def best_scores_per_trial(self) -> np.ndarray:
+        """Each trial's best finite score, one per trial with one (archived curves included)."""
+        return np.fromiter(self._best_per_trial.values(), dtype=float, count=len(self._best_per_trial))
+
     def best_score(self) -> float:
         """Best score observed at any budget (-inf if none is finite)."""
         return float(self._best_per_budget.max())

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
+from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
@@ -76,6 +77,9 @@ class DeepPowerLaw(FreezeThawScheduler):
         :data:`DEFAULT_POWER_LAW_CONFIG`; ``PowerLawConfig()`` is the paper's
     :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
         :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the authors'
+    :param normalise_per_trial: fit the surrogate's outcome normalisation on each trial's best
+        score instead of on every observed score (neither paper normalises; see
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to False
     """
 
     def __init__(
@@ -84,11 +88,14 @@ class DeepPowerLaw(FreezeThawScheduler):
         metric: str,
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
+        normalise_per_trial: bool = False,
         **kwargs: Any,
     ):
+        normalise_per_trial = checked_flag("normalise_per_trial", normalise_per_trial)
         policy = SurrogatePolicy(
             surrogate=PowerLawEnsemble(surrogate_config or DEFAULT_POWER_LAW_CONFIG),
             acquisition=MaxBudgetLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
+            normalise_per_trial=normalise_per_trial,
         )
         super().__init__(config_space, metric, policy, **kwargs)

@@ -112,6 +112,9 @@ class DyHPO(FreezeThawScheduler):
         whose experiments use one worker): means are unchanged, candidates correlated with a
         running trial become less uncertain, so free workers spread out instead of chasing
         what a running trial is already finding out. Defaults to False (the paper)
+    :param normalise_per_trial: fit the surrogate's outcome normalisation on each trial's best
+        score instead of on every observed score (neither paper normalises; see
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to False
     :param complete_leaders_until_trained: see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to True: with 4
         workers, two leaders completed for the whole run cost DyHPO's anytime regret on the
@@ -127,15 +130,18 @@ class DyHPO(FreezeThawScheduler):
         surrogate_config: DeepKernelGPConfig | None = None,
         fit_schedule: FitSchedule | None = None,
         condition_on_running: bool = False,
+        normalise_per_trial: bool = False,
         complete_leaders_until_trained: bool = True,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
+        normalise_per_trial = checked_flag("normalise_per_trial", normalise_per_trial)
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
             acquisition=MultiFidelityLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
             condition_on_pending=condition_on_running,
+            normalise_per_trial=normalise_per_trial,
         )
         super().__init__(
             config_space, metric, policy, complete_leaders_until_trained=complete_leaders_until_trained, **kwargs
