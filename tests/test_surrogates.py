@@ -334,3 +334,41 @@ def test_power_law_nets_pickled_before_the_output_map_predict_as_before():
     old.rescale(2.0, 1.0)
     with torch.no_grad():
         np.testing.assert_allclose(old(x, b).numpy(), 2.0 * nets(x, b).numpy() + 1.0, rtol=1e-6)
+
+
+def _chance_level_observations() -> Observations:
+    """A loss task where 8 configurations sit at chance level (ln 2) and were resumed for 20
+    epochs each, while 12 others (the good ones start worse than chance) have one epoch."""
+    rng = np.random.RandomState(0)
+    obs = Observations(max_t=50, do_minimize=True)
+    for trial_id in range(8):
+        obs.add_trial(trial_id, {}, np.zeros(1))
+        for epoch in range(1, 21):
+            obs.add_result(trial_id, epoch, np.log(2) + 1e-5 * rng.randn())
+    for trial_id, loss in enumerate(np.linspace(0.71, 3.0, 12), start=8):
+        obs.add_trial(trial_id, {}, np.zeros(1))
+        obs.add_result(trial_id, 1, loss)
+    return obs
+
+
+def test_normalising_per_trial_keeps_configurations_worse_than_chance_off_the_floor():
+    """Fitted on every score, the 160 chance-level epochs set the scale (to its lower bound,
+    1e-3 of the median), and a configuration starting at a loss of 0.71 maps to the floor with
+    the diverged ones; fitted on each trial's best score it stays in the modelled range."""
+    from syne_dyhpo.core.policy import SurrogatePolicy
+
+    obs = _chance_level_observations()
+    z_of_071 = {}
+    for per_trial in (False, True):
+        policy = SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalise_per_trial=per_trial)
+        scores = policy.transform_scores(obs)
+        assert len(scores) == (20 if per_trial else 8 * 20 + 12)
+        transform = ScoreTransform()
+        transform.fit(scores)
+        z_of_071[per_trial] = float(transform(np.array([-0.71]))[0])
+    assert z_of_071[False] == -4.0  # the floor
+    assert -1.0 < z_of_071[True] < 0.5
+    np.testing.assert_array_equal(
+        np.sort(obs.best_scores_per_trial()),
+        np.sort([max(obs.trials[t].scores) for t in range(20)]),
+    )
