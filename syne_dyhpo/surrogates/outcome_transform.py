@@ -33,7 +33,8 @@ class ScoreTransform:
         """Sets location (median) and scale from the finite scores: the larger of a robust
         spread and a third of the distance from the median to the best score.
 
-        :param scores: all observed scores (NaN gaps and -inf divergences are ignored)
+        :param scores: the scores to fit on (NaN gaps and -inf divergences are ignored; see
+            :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`)
         """
         self.version += 1
         finite = scores[np.isfinite(scores)]
@@ -55,7 +56,7 @@ class ScoreTransform:
         transform sees few, similar values (epoch-1 results of a handful of configs), and a
         scale set from them would blow later values up to hundreds of units.
 
-        :param scores: all observed scores
+        :param scores: the scores a new fit would see
         """
         fresh = ScoreTransform(self.floor)
         fresh.fit(scores)
