@@ -145,9 +145,11 @@ register_method("DeepPowerLaw-SH", _ours("DeepPowerLaw", "sh"))
 # the misfit-triggered schedule. With one worker nothing else is running: decisions are DyHPO's
 register_method("DyHPO-condition-running", _ours("DyHPO", condition_on_running=True))
 # today's defaults with the outcome normalisation fitted on each trial's best score
-# (``normalise_per_trial``)
-register_method("DyHPO-per-trial", _ours("DyHPO", normalise_per_trial=True))
-register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalise_per_trial=True))
+# (``normalisation_scores``), always or when every score would make it degenerate
+register_method("DyHPO-per-trial", _ours("DyHPO", normalisation_scores="trials"))
+register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalisation_scores="trials"))
+register_method("DyHPO-per-trial-if-alike", _ours("DyHPO", normalisation_scores="trials_if_alike"))
+register_method("DeepPowerLaw-per-trial-if-alike", _ours("DeepPowerLaw", normalisation_scores="trials_if_alike"))
 # The variants below were measured before a completed trial past half of max_t was finished
 # (``commit_completion_after``; it changes decisions with several workers only): each pins
 # that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now

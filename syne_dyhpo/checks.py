@@ -16,6 +16,13 @@ def checked_flag(name: str, value: Any) -> bool:
     return bool(value)
 
 
+def checked_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
+    """``value`` if it is one of ``choices``, else a ValueError naming the argument."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
 def checked_integer(
     name: str,
     value: Any,

@@ -155,6 +155,9 @@ class FittedModel:
         return self.surrogate.predict(normalised, budget)
 
 
+#: the values of ``normalisation_scores`` (see :meth:`SurrogatePolicy.transform_scores`)
+NORMALISATION_SCORES = ("epochs", "trials", "trials_if_alike")
+
 AcquisitionFactory = Callable[[FittedModel, Observations], LogExpectedImprovement]
 """``(model, observations) -> acquisition``: a method's acquisition given its incumbents."""
 
@@ -172,8 +175,8 @@ class SurrogatePolicy:
         several times the work itself. None: leave torch's setting alone
     :param condition_on_pending: condition predictions on the running trials' pending results
         (see :class:`FittedModel`; needs a surrogate whose ``predict`` takes ``pending``)
-    :param normalise_per_trial: fit the outcome transform on each trial's best score instead
-        of on every observed score (see :meth:`transform_scores`)
+    :param normalisation_scores: the scores the outcome transform is fitted on, one of
+        :data:`NORMALISATION_SCORES` (see :meth:`transform_scores`)
     """
 
     def __init__(
@@ -184,10 +187,10 @@ class SurrogatePolicy:
         min_observations: int = 2,
         num_threads: int | None = 1,
         condition_on_pending: bool = False,
-        normalise_per_trial: bool = False,
+        normalisation_scores: str = "epochs",
     ):
         self.condition_on_pending = condition_on_pending
-        self.normalise_per_trial = normalise_per_trial
+        self.normalisation_scores = normalisation_scores
         self.surrogate = surrogate
         self.acquisition = acquisition
         self.schedule = schedule
@@ -216,26 +219,36 @@ class SurrogatePolicy:
         state.setdefault("num_misfit_refines", 0)
         state.setdefault("num_rescales", 0)
         state.setdefault("condition_on_pending", False)
-        state.setdefault("normalise_per_trial", False)
+        state.setdefault("normalisation_scores", "epochs")
         self.__dict__.update(state)
 
     def transform_scores(self, observations: Observations) -> np.ndarray:
-        """The scores the outcome transform is fitted on: every observed score, or with
-        ``normalise_per_trial`` each trial's best.
+        """The scores the outcome transform is fitted on (``normalisation_scores``): every
+        observed score (``"epochs"``), each trial's best (``"trials"``), or every observed score
+        unless they are so alike that only the resolution bound sets the scale, then each
+        trial's best (``"trials_if_alike"``).
 
         Every observed score counts a trial once per epoch it was resumed, so whatever the
-        method resumes most sets the scale. On a task where many configurations sit at chance
-        level from the first epoch to the last (a loss of ln 2 to the fifth significant digit),
-        DeepPowerLaw's resumes of them made up 79 % of the first 100 scores of a run; from there
-        on the scale sat at its lower bound, ``1e-3 * |median|``, every configuration starting
-        0.003 worse than chance (the good ones start at 0.71) was mapped to the floor together
-        with the diverged ones, and the method went on resuming chance-level configurations
-        (``benchmarks/RESULTS.md``). One score per trial describes how configurations differ,
-        whatever the method chose to look at again.
+        method resumes most sets the scale. That puts the resolution where the method looks,
+        near the best scores. On a task where many configurations sit at chance level from the
+        first epoch to the last (a loss of ln 2 to the fifth significant digit), it can
+        collapse: DeepPowerLaw's resumes of them made up 79 % of the first 100 scores of a run,
+        from there on the scale sat at its resolution bound, ``1e-3 * |median|``, every
+        configuration starting 0.003 worse than chance (the good ones start at 0.71) was mapped
+        to the floor together with the diverged ones, and the method went on resuming
+        chance-level configurations (``benchmarks/RESULTS.md``). One score per trial describes
+        how configurations differ, whatever the method chose to look at again, but spreads the
+        scale over the bad ones too.
         """
-        if self.normalise_per_trial:
+        scores = observations.all_scores()
+        if self.normalisation_scores == "trials":
             return observations.best_scores_per_trial()
-        return observations.all_scores()
+        if self.normalisation_scores == "trials_if_alike":
+            probe = ScoreTransform()
+            probe.fit(scores)
+            if probe.degenerate:
+                return observations.best_scores_per_trial()
+        return scores
 
     def ready(self, observations: Observations) -> bool:
         return observations.num_observations >= self.min_observations
@@ -340,7 +353,7 @@ class SurrogatePolicy:
             "num_refines": self.num_refines,
             "num_misfit_refines": self.num_misfit_refines,
             "num_rescales": self.num_rescales,
-            "normalise_per_trial": self.normalise_per_trial,
+            "normalisation_scores": self.normalisation_scores,
         }
 
 

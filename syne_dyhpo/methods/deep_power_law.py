@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_flag
+from syne_dyhpo.checks import checked_choice
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
 
@@ -77,9 +77,12 @@ class DeepPowerLaw(FreezeThawScheduler):
         :data:`DEFAULT_POWER_LAW_CONFIG`; ``PowerLawConfig()`` is the paper's
     :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
         :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the authors'
-    :param normalise_per_trial: fit the surrogate's outcome normalisation on each trial's best
-        score instead of on every observed score (neither paper normalises; see
-        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to False
+    :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
+        on (neither paper normalises): ``"epochs"`` every observed score, ``"trials"`` each
+        trial's best, ``"trials_if_alike"`` every observed score unless they are so alike that
+        the normalisation degenerates, then each trial's best (see
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to
+        ``"epochs"``
     """
 
     def __init__(
@@ -88,14 +91,14 @@ class DeepPowerLaw(FreezeThawScheduler):
         metric: str,
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
-        normalise_per_trial: bool = False,
+        normalisation_scores: str = "epochs",
         **kwargs: Any,
     ):
-        normalise_per_trial = checked_flag("normalise_per_trial", normalise_per_trial)
+        normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         policy = SurrogatePolicy(
             surrogate=PowerLawEnsemble(surrogate_config or DEFAULT_POWER_LAW_CONFIG),
             acquisition=MaxBudgetLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
-            normalise_per_trial=normalise_per_trial,
+            normalisation_scores=normalisation_scores,
         )
         super().__init__(config_space, metric, policy, **kwargs)

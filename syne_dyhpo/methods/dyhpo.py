@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_flag
+from syne_dyhpo.checks import checked_choice, checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
 
@@ -112,9 +112,12 @@ class DyHPO(FreezeThawScheduler):
         whose experiments use one worker): means are unchanged, candidates correlated with a
         running trial become less uncertain, so free workers spread out instead of chasing
         what a running trial is already finding out. Defaults to False (the paper)
-    :param normalise_per_trial: fit the surrogate's outcome normalisation on each trial's best
-        score instead of on every observed score (neither paper normalises; see
-        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to False
+    :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
+        on (neither paper normalises): ``"epochs"`` every observed score, ``"trials"`` each
+        trial's best, ``"trials_if_alike"`` every observed score unless they are so alike that
+        the normalisation degenerates, then each trial's best (see
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to
+        ``"epochs"``
     :param complete_leaders_until_trained: see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to True: with 4
         workers, two leaders completed for the whole run cost DyHPO's anytime regret on the
@@ -130,18 +133,18 @@ class DyHPO(FreezeThawScheduler):
         surrogate_config: DeepKernelGPConfig | None = None,
         fit_schedule: FitSchedule | None = None,
         condition_on_running: bool = False,
-        normalise_per_trial: bool = False,
+        normalisation_scores: str = "epochs",
         complete_leaders_until_trained: bool = True,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
-        normalise_per_trial = checked_flag("normalise_per_trial", normalise_per_trial)
+        normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
             acquisition=MultiFidelityLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
             condition_on_pending=condition_on_running,
-            normalise_per_trial=normalise_per_trial,
+            normalisation_scores=normalisation_scores,
         )
         super().__init__(
             config_space, metric, policy, complete_leaders_until_trained=complete_leaders_until_trained, **kwargs

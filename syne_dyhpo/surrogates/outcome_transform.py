@@ -26,6 +26,7 @@ class ScoreTransform:
         self.floor = floor
         self.loc = 0.0
         self.scale = 1.0
+        self.degenerate = False
         #: bumped by every :meth:`fit`: data transformed by different fits are not comparable
         self.version = 0
 
@@ -48,7 +49,10 @@ class ScoreTransform:
         # at epoch 1 of a loss that starts equal), the quantile spread alone is ~0 and the
         # good scores, the ones that matter, would map to hundreds of units
         spread = max((q75 - q25) / 1.349, (float(finite.max()) - self.loc) / 3.0)
-        self.scale = max(spread, 1e-3 * max(abs(self.loc), 1e-6), 1e-12)
+        resolution = 1e-3 * max(abs(self.loc), 1e-6)
+        #: whether the scores are so alike that the scale is only the resolution bound
+        self.degenerate = spread < resolution
+        self.scale = max(spread, resolution, 1e-12)
 
     def outdated(self, scores: np.ndarray, tolerance: float = 2.0) -> bool:
         """Whether a transform fitted on ``scores`` would differ from this one by more than a
