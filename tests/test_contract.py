@@ -108,7 +108,7 @@ def test_do_minimize_must_be_a_bool(do_minimize):
         ("random_seed", -1, "an integer in [0, 4294967295] or None"),
         ("random_seed", True, "an integer in [0, 4294967295] or None"),
         ("condition_on_running", "yes", "True or False"),
-        ("normalise_per_trial", 1, "True or False"),
+        ("normalisation_scores", "per-trial", "one of 'epochs', 'trials', 'trials_if_alike'"),
     ],
 )
 def test_scheduler_arguments_of_the_wrong_kind_are_refused_by_name(argument, value, expected):

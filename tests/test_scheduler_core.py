@@ -736,18 +736,18 @@ def test_dyhpo_completes_leaders_until_trained_and_deep_power_law_for_the_whole_
 
 
 @pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
-def test_normalise_per_trial_reaches_the_policy_and_old_pickles_fit_on_every_score(method):
+def test_normalisation_scores_reach_the_policy_and_old_pickles_fit_on_every_score(method):
     import syne_dyhpo
 
     cls = getattr(syne_dyhpo, method)
-    s = cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalise_per_trial=True)
-    assert s.policy.normalise_per_trial is True and s.metadata()["policy"]["normalise_per_trial"] is True
-    with pytest.raises(ValueError, match=r"normalise_per_trial must be True or False, got 'yes'"):
-        cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalise_per_trial="yes")
+    s = cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalisation_scores="trials_if_alike")
+    assert s.policy.normalisation_scores == s.metadata()["policy"]["normalisation_scores"] == "trials_if_alike"
+    with pytest.raises(ValueError, match=r"normalisation_scores must be one of 'epochs', 'trials', 'trials_if_alike', got 1"):
+        cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalisation_scores=1)
     # a policy pickled before the option existed fits its transform on every score, as it did
     state = s.policy.__getstate__()
-    del state["normalise_per_trial"]
+    del state["normalisation_scores"]
     old = SurrogatePolicy.__new__(SurrogatePolicy)
     old.__setstate__(state)
-    assert old.normalise_per_trial is False
-    assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalise_per_trial is False
+    assert old.normalisation_scores == "epochs"
+    assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "epochs"

@@ -352,23 +352,44 @@ def _chance_level_observations() -> Observations:
 
 
 def test_normalising_per_trial_keeps_configurations_worse_than_chance_off_the_floor():
-    """Fitted on every score, the 160 chance-level epochs set the scale (to its lower bound,
-    1e-3 of the median), and a configuration starting at a loss of 0.71 maps to the floor with
-    the diverged ones; fitted on each trial's best score it stays in the modelled range."""
+    """Fitted on every score, the 160 chance-level epochs set the scale (to its resolution
+    bound, 1e-3 of the median), and a configuration starting at a loss of 0.71 maps to the
+    floor with the diverged ones; fitted on each trial's best score it stays in the modelled
+    range. ``"trials_if_alike"`` sees that every score leaves only the resolution bound and
+    fits on the trials' best scores too."""
     from syne_dyhpo.core.policy import SurrogatePolicy
 
     obs = _chance_level_observations()
     z_of_071 = {}
-    for per_trial in (False, True):
-        policy = SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalise_per_trial=per_trial)
+    for choice in ("epochs", "trials", "trials_if_alike"):
+        policy = SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=choice)
         scores = policy.transform_scores(obs)
-        assert len(scores) == (20 if per_trial else 8 * 20 + 12)
+        assert len(scores) == (8 * 20 + 12 if choice == "epochs" else 20)
         transform = ScoreTransform()
         transform.fit(scores)
-        z_of_071[per_trial] = float(transform(np.array([-0.71]))[0])
-    assert z_of_071[False] == -4.0  # the floor
-    assert -1.0 < z_of_071[True] < 0.5
+        assert transform.degenerate == (choice == "epochs")
+        z_of_071[choice] = float(transform(np.array([-0.71]))[0])
+    assert z_of_071["epochs"] == -4.0  # the floor
+    assert -1.0 < z_of_071["trials"] == z_of_071["trials_if_alike"] < 0.5
     np.testing.assert_array_equal(
         np.sort(obs.best_scores_per_trial()),
         np.sort([max(obs.trials[t].scores) for t in range(20)]),
     )
+
+
+def test_normalising_per_trial_if_alike_keeps_every_score_when_they_differ():
+    """Improving curves of different configurations: every score spreads enough, so
+    ``"trials_if_alike"`` fits on them as ``"epochs"`` does."""
+    from syne_dyhpo.core.policy import SurrogatePolicy
+
+    obs = Observations(max_t=20, do_minimize=False)
+    for trial_id in range(10):
+        obs.add_trial(trial_id, {}, np.zeros(1))
+        for epoch in range(1, 2 + 2 * trial_id):
+            obs.add_result(trial_id, epoch, 50 + 4 * trial_id * (1 - 0.8**epoch))
+    chosen = [
+        SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=c).transform_scores(obs)
+        for c in ("epochs", "trials_if_alike")
+    ]
+    np.testing.assert_array_equal(chosen[0], chosen[1])
+    assert len(chosen[1]) == obs.num_observations == 100
