@@ -240,9 +240,9 @@ class SurrogatePolicy:
         how configurations differ, whatever the method chose to look at again, but spreads the
         scale over the bad ones too.
         """
-        scores = observations.all_scores()
         if self.normalisation_scores == "trials":
             return observations.best_scores_per_trial()
+        scores = observations.all_scores()
         if self.normalisation_scores == "trials_if_alike":
             probe = ScoreTransform()
             probe.fit(scores)
