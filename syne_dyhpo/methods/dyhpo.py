@@ -113,16 +113,9 @@ class DyHPO(FreezeThawScheduler):
         running trial become less uncertain, so free workers spread out instead of chasing
         what a running trial is already finding out. Defaults to False (the paper)
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
-        on (neither paper normalises): ``"epochs"`` every observed score (version 0.2.0),
-        ``"trials"`` each trial's best, ``"trials_if_alike"`` every observed score unless they
-        are so alike that only the resolution bound sets the scale, then each trial's best
-        (see :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`). Defaults to
-        ``"trials_if_alike"``: on the development TaskSet task where most configurations sit at
-        chance level, every score made DeepPowerLaw's normalisation collapse and 5 of its 20
-        runs ended at regret 0.123 (the best chance-level loss), none with the default; the
-        runs on all other development tasks are the same as with ``"epochs"``.
-        ``"trials"`` cost DeepPowerLaw anytime regret on LCBench with 4 workers
-        (``benchmarks/RESULTS.md``)
+        on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
+        explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
+        Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
     :param complete_leaders_until_trained: see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to True: with 4
         workers, two leaders completed for the whole run cost DyHPO's anytime regret on the
