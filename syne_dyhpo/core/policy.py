@@ -268,17 +268,19 @@ class SurrogatePolicy:
             return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
         self._size_at_fit = n
         with torch_threads(self.num_threads):
-            scheduled, outdated = self._from_scratch_due(observations)
+            # the scores a new transform would be fitted on: read once, for the check and the fit
+            scores = self.transform_scores(observations)
+            scheduled, outdated = self._from_scratch_due(observations, scores)
             if not scheduled and outdated and self._can_rescale():
                 old = copy.copy(self.transform)
-                self.transform.fit(self.transform_scores(observations))
+                self.transform.fit(scores)
                 self.surrogate.rescale(old, self.transform)
                 self.surrogate.fit(self._training_data(observations), from_scratch=False, seed=seed)
                 self._size_at_refine = n
                 self.num_rescales += 1
                 return FittedModel(self.surrogate, self.transform)
             if scheduled or outdated:
-                self.transform.fit(self.transform_scores(observations))  # moves only with a fit from scratch
+                self.transform.fit(scores)  # moves only with a fit from scratch
                 self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
                 self._size_at_full_fit = self._size_at_refine = n
                 self.num_full_fits += 1
@@ -314,10 +316,13 @@ class SurrogatePolicy:
     def _can_rescale(self) -> bool:
         return self.schedule.rescale_when_outdated and hasattr(self.surrogate, "rescale")
 
-    def _from_scratch_due(self, observations: Observations) -> tuple[bool, bool]:
+    def _from_scratch_due(self, observations: Observations, scores: np.ndarray) -> tuple[bool, bool]:
         """Whether the schedule calls for a fit from scratch and, if not, whether the
         observations have outgrown the outcome transform (which also calls for one, unless the
-        surrogate is rescaled instead: ``FitSchedule.rescale_when_outdated``)."""
+        surrogate is rescaled instead: ``FitSchedule.rescale_when_outdated``).
+
+        :param scores: the scores a new transform would be fitted on (:meth:`transform_scores`)
+        """
         n = observations.num_observations
         schedule = self.schedule
         stalled = False
@@ -336,7 +341,7 @@ class SurrogatePolicy:
         )
         # targets and curve inputs are transformed once per fit from scratch (or rescale): when
         # the data has outgrown that transform, the model must move to a new one
-        return scheduled, not scheduled and self.transform.outdated(self.transform_scores(observations))
+        return scheduled, not scheduled and self.transform.outdated(scores)
 
     def _training_data(self, observations: Observations) -> TrainingData:
         """All observations as training rows, through the outcome transform. Rows only ever
