@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import bdtrc
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -190,7 +190,7 @@ class SurrogatePolicy:
         normalisation_scores: str = "epochs",
     ):
         self.condition_on_pending = condition_on_pending
-        self.normalisation_scores = normalisation_scores
+        self.normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         self.surrogate = surrogate
         self.acquisition = acquisition
         self.schedule = schedule

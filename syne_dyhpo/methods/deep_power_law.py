@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_choice
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
 
@@ -92,7 +91,6 @@ class DeepPowerLaw(FreezeThawScheduler):
         normalisation_scores: str = "trials_if_alike",
         **kwargs: Any,
     ):
-        normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         policy = SurrogatePolicy(
             surrogate=PowerLawEnsemble(surrogate_config or DEFAULT_POWER_LAW_CONFIG),
             acquisition=MaxBudgetLogEI.from_observations,

@@ -9,10 +9,10 @@ from typing import Any
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_choice, checked_flag
+from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
 
@@ -136,7 +136,6 @@ class DyHPO(FreezeThawScheduler):
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
-        normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
             acquisition=MultiFidelityLogEI.from_observations,
