@@ -3,10 +3,10 @@
 Replays the score stream of each recorded run (``results.csv.gz`` of ``run_benchmarks.py``, in
 arrival order, first ``--max-results`` results) through the surrogates' outcome transform
 (:class:`~syne_dyhpo.surrogates.outcome_transform.ScoreTransform`) and lists, per run, the
-prefixes (of two scores or more: the surrogates' first fit) at which the transform fitted on
-every score is degenerate (only its resolution bound sets the scale), and those among them at
-which each trial's best score differs from every score (as sorted values: the transform
-depends on no order). A run without the latter (no degenerate prefix, or only ones where every
+prefixes (from the surrogates' first fit on, ``SurrogatePolicy.min_observations``) at which the
+transform fitted on every score is degenerate (only its resolution bound sets the scale), and
+those among them at which the scores ``"trials_if_alike"`` chooses differ from every score (as
+sorted values: the transform depends on no order). A run without the latter (no degenerate prefix, or only ones where every
 trial has reported once) gets the same transform at every fit with ``"trials_if_alike"`` as
 with ``"epochs"``, so the same decisions and the same results::
 
@@ -27,11 +27,9 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.runner import RESULTS_FILE, RUN_FILE
+from syne_dyhpo.core.observations import Observations
+from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
-
-
-#: the surrogates are first fitted at two observations (``SurrogatePolicy.min_observations``)
-MIN_SCORES = 2
 
 
 @dataclass(frozen=True)
@@ -45,27 +43,28 @@ class Replay:
 
 
 def replay_run(run_dir: Path, max_results: int = 1000) -> Replay:
-    """Replays one run (see the module docstring)."""
-    summary = json.loads((run_dir / RUN_FILE).read_text())
-    definition = summary["definition"]
+    """Replays one run (see the module docstring) through the scheduler's own
+    :class:`~syne_dyhpo.core.observations.Observations` and
+    :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`."""
+    definition = json.loads((run_dir / RUN_FILE).read_text())["definition"]
     results = pd.read_csv(run_dir / RESULTS_FILE).head(max_results)
-    sign = -1.0 if definition["do_minimize"] else 1.0
-    scores = sign * results[definition["metric"]].to_numpy(dtype=float)
-    scores = np.where(np.isfinite(scores), scores, -np.inf)
-    trial_ids = results["trial_id"].to_numpy()
+    observations = Observations(max_t=definition["max_t"], do_minimize=definition["do_minimize"])
+    policy = SurrogatePolicy(surrogate=None, acquisition=None, schedule=None, normalisation_scores="trials_if_alike")
     degenerate, differing = [], []
-    best: dict[int, float] = {}
-    for n in range(1, len(scores) + 1):
-        if np.isfinite(scores[n - 1]):
-            best[trial_ids[n - 1]] = max(best.get(trial_ids[n - 1], -np.inf), scores[n - 1])
-        if n < MIN_SCORES:
+    rows = results[["trial_id", definition["time_attr"], definition["metric"]]].itertuples(index=False)
+    for n, (trial_id, epoch, value) in enumerate(rows, start=1):
+        if trial_id not in observations.trials:
+            observations.add_trial(trial_id, {}, np.zeros(1))  # configurations play no part here
+        observations.add_result(trial_id, int(epoch), value)
+        if not policy.ready(observations):
             continue
-        transform = ScoreTransform()
-        transform.fit(scores[:n])
-        if transform.degenerate:
+        every = observations.all_scores()
+        probe = ScoreTransform()
+        probe.fit(every)
+        if probe.degenerate:
             degenerate.append(n)
-            finite = np.sort(scores[:n][np.isfinite(scores[:n])])
-            if not np.array_equal(finite, np.sort(np.fromiter(best.values(), dtype=float))):
+            chosen = policy.transform_scores(observations)
+            if not np.array_equal(np.sort(every[np.isfinite(every)]), np.sort(chosen[np.isfinite(chosen)])):
                 differing.append(n)
     return Replay(run_dir, tuple(degenerate), tuple(differing))
 

@@ -11,8 +11,10 @@ from benchmarks.runner import RESULTS_FILE, RUN_FILE
 
 def _record(run_dir, trial_ids, losses):
     run_dir.mkdir(parents=True)
-    (run_dir / RUN_FILE).write_text(json.dumps({"definition": {"metric": "loss", "do_minimize": True}}))
-    pd.DataFrame({"trial_id": trial_ids, "loss": losses}).to_csv(run_dir / RESULTS_FILE, index=False)
+    definition = {"metric": "loss", "do_minimize": True, "time_attr": "epoch", "max_t": 20}
+    (run_dir / RUN_FILE).write_text(json.dumps({"definition": definition}))
+    epochs = pd.Series(trial_ids).groupby(trial_ids).cumcount() + 1  # each trial's results in order
+    pd.DataFrame({"trial_id": trial_ids, "epoch": epochs, "loss": losses}).to_csv(run_dir / RESULTS_FILE, index=False)
 
 
 def test_replay_finds_where_resumed_alike_scores_collapse_the_normalisation(tmp_path, capsys):
