@@ -254,6 +254,10 @@ register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_sche
 # error (``PowerLawConfig(loss="l1")``): a median fit, less pulled by outlying points
 register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, loss="l1"))
 
+# BatchNorm in the members' hidden layers, as the paper's appendix has it (the authors' code and
+# the default have none: ``PowerLawConfig(batch_norm=True)``)
+register_method("DeepPowerLaw-batch-norm", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, batch_norm=True))
+
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
 register_method("DyHPO-step2", _measured("DyHPO", budget_step=2))

@@ -186,6 +186,56 @@ def test_power_law_closed_form_step_equals_autograd_and_torch_adam(loss, rescale
         np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), atol=1e-5)
 
 
+def test_power_law_closed_form_gradients_with_batch_norm_equal_autograd():
+    # the paper's BatchNorm (PowerLawConfig(batch_norm=True)): one step's loss, every gradient
+    # and the running statistics against autograd through the module's training-mode forward
+    from syne_dyhpo.surrogates.power_law import loss_and_gradients
+
+    torch.manual_seed(0)
+    cfg = PowerLawConfig(batch_norm=True)
+    reference = PowerLawNets(4, cfg)
+    reference.rescale(0.4, -0.3)
+    fast = copy.deepcopy(reference)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(5, 16, 4, generator=gen)
+    b = torch.rand(5, 16, generator=gen).clamp_min(0.02)
+    target = torch.rand(5, 16, generator=gen)
+    for loss, loss_fn in (("mse", torch.nn.functional.mse_loss), ("l1", torch.nn.functional.l1_loss)):
+        params = list(reference.parameters())
+        expected = loss_fn(reference(x, b), target) * 5
+        expected_grads = torch.autograd.grad(expected, params)
+        value, grads = loss_and_gradients(fast, x, b, target, loss)
+        assert float(value) == pytest.approx(float(expected.detach()), rel=1e-6)
+        assert len(grads) == len(params) == 10  # 3 linear layers and 2 norms, weight and bias each
+        for (name, _), grad, want in zip(reference.named_parameters(), grads, expected_grads):
+            assert grad.shape == want.shape, name
+            # the biases before a BatchNorm have gradient 0 (it removes them): rounding noise
+            np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-7, err_msg=name)
+        for key, tensor in reference.state_dict().items():
+            if "running" in key or "num_batches" in key:
+                assert torch.allclose(fast.state_dict()[key], tensor, rtol=1e-6, atol=1e-7), key
+        assert int(fast.state_dict()["norms.0.num_batches_tracked"]) in (1, 2)
+
+
+def test_power_law_batch_norm_predicts_with_running_statistics_and_skips_single_rows():
+    data = power_law_data(n=65)  # minibatches of 64 and 1 row: the single row has no statistics
+    ensemble = PowerLawEnsemble(PowerLawConfig(batch_norm=True, fit_epochs=3))
+    ensemble.fit(data, from_scratch=True, seed=0)
+    nets = ensemble._nets
+    assert int(nets.norms[0].num_batches_tracked) == 3  # one step per epoch: the 1-row batch skipped
+    assert nets.training  # left in training mode for the next fit
+    candidates = Candidates(data.x[:7], np.full(7, 10), np.full((7, 10), np.nan), [None] * 7, [{}] * 7)
+    mean, std = ensemble.predict(candidates, candidates.budget)
+    # a candidate's prediction does not depend on the others predicted with it (running
+    # statistics, not those of the batch), and predicting changes no statistic
+    alone, _ = ensemble.predict(Candidates(data.x[:1], np.full(1, 10), np.full((1, 10), np.nan), [None], [{}]), np.full(1, 10))
+    assert alone[0] == pytest.approx(mean[0], rel=1e-5)
+    assert int(nets.norms[0].num_batches_tracked) == 3
+    assert np.all(std > 0)
+    with pytest.raises(ValueError, match="batch_norm"):
+        PowerLawConfig(batch_norm="yes")
+
+
 def test_adam_over_mixed_dtypes_equals_torch_adam():
     params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
     ref = [p.clone().requires_grad_() for p in params]

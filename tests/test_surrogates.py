@@ -317,7 +317,7 @@ def test_power_law_ensemble_rescaled_to_a_new_transform_predicts_the_same_values
     assert np.abs(mean_new * new.scale + new.loc - (mean * old.scale + old.loc)).max() < 0.1 * np.ptp(raw)
 
 
-def test_power_law_nets_pickled_before_the_output_map_predict_as_before():
+def test_power_law_nets_pickled_before_the_output_map_and_batch_norm_predict_as_before():
     import torch
 
     from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawNets
@@ -326,7 +326,7 @@ def test_power_law_nets_pickled_before_the_output_map_predict_as_before():
     nets = PowerLawNets(3, PowerLawConfig())
     x, b = torch.rand(5, 7, 3), torch.rand(5, 7).clamp_min(0.05)
     state = dict(nets.__dict__)
-    del state["out_scale"], state["out_shift"]  # what an earlier version pickled
+    del state["out_scale"], state["out_shift"], state["norms"]  # what an earlier version pickled
     old = PowerLawNets.__new__(PowerLawNets)
     old.__setstate__(state)
     with torch.no_grad():

@@ -5,7 +5,8 @@ As in Kadra et al. (2023): each member g(config) -> (alpha, beta, gamma) predict
 differ by their initial weights and minibatch order; mean and standard deviation across
 members are the posterior. Nets are MLP d -> 128 -> 128 -> 3 with LeakyReLU; beta and gamma go
 through a sigmoid (the paper; the authors' code uses SiLU), so every predicted curve improves
-monotonically with the budget. Trained with Adam (lr 1e-3, batch 64) on all observed
+monotonically with the budget. The paper's appendix adds BatchNorm to the hidden layers, the
+authors' code has none; :class:`PowerLawConfig` ``batch_norm`` chooses (default: none). Trained with Adam (lr 1e-3, batch 64) on all observed
 (config, epoch, value) points: 250 epochs from scratch, 20 epochs per warm-started refinement.
 
 The members are trained as one batched module (weights stacked along a member axis), which
@@ -28,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from syne_dyhpo.checks import checked_integer, checked_positive
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.surrogates.optim import Adam
@@ -37,7 +38,7 @@ from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 @dataclass
 class PowerLawConfig:
-    """Settings of :class:`PowerLawEnsemble` (defaults: the paper's).
+    """Settings of :class:`PowerLawEnsemble` (defaults: the paper's, except ``batch_norm``).
 
     :param num_members: ensemble size. Defaults to 5
     :param hidden: width of the two hidden layers. Defaults to 128
@@ -50,6 +51,11 @@ class PowerLawConfig:
         1000 observations are 320 steps per decision. None: no cap (paper). Defaults to None
     :param max_fit_steps: cap on the minibatch steps of a fit from scratch; 250 epochs over
         1000 observations are 4000 steps. None: no cap (paper). Defaults to None
+    :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
+        statistics per member (the paper's appendix: True). Trained on minibatch statistics
+        (a minibatch of a single row is skipped: it has none), predictions use the running
+        statistics. Defaults to False (the authors' code, and every version so far; measured
+        in ``benchmarks/RESULTS.md``, ``DeepPowerLaw-batch-norm``)
     """
 
     num_members: int = 5
@@ -61,6 +67,7 @@ class PowerLawConfig:
     loss: str = "mse"
     max_refine_steps: int | None = None
     max_fit_steps: int | None = None
+    batch_norm: bool = False
 
     def __post_init__(self):
         if self.loss not in ("mse", "l1"):
@@ -71,6 +78,7 @@ class PowerLawConfig:
         for name in ("max_refine_steps", "max_fit_steps"):
             checked_integer(name, getattr(self, name), 1, allow_none=True)
         checked_positive("lr", self.lr)
+        self.batch_norm = checked_flag("batch_norm", self.batch_norm)
 
 
 class _BatchedLinear(nn.Module):
@@ -94,6 +102,10 @@ class PowerLawNets(nn.Module):
     2016, "Learning values across many orders of magnitude"): when the targets' units change,
     the map absorbs the change and every prediction stays exactly what it was, so the trained
     members carry over. A sigmoid-bounded beta could not be rescaled through the last layer.
+
+    With ``cfg.batch_norm``, ``norms`` holds one ``BatchNorm1d`` per hidden layer over its
+    ``members * hidden`` units: each member's unit is a channel, normalised over that member's
+    rows. The module's training mode uses minibatch statistics, its eval mode the running ones.
     """
 
     def __init__(self, dim: int, cfg: PowerLawConfig):
@@ -102,13 +114,23 @@ class PowerLawNets(nn.Module):
         self.layers = nn.ModuleList(
             [_BatchedLinear(m, dim, cfg.hidden), _BatchedLinear(m, cfg.hidden, cfg.hidden), _BatchedLinear(m, cfg.hidden, 3)]
         )
+        self.norms = nn.ModuleList([nn.BatchNorm1d(m * cfg.hidden) for _ in range(2)]) if cfg.batch_norm else None
         self.out_scale = 1.0
         self.out_shift = 0.0
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("out_scale", 1.0)  # pickled before the output map existed: identity
         state.setdefault("out_shift", 0.0)
+        if "norms" not in state and "norms" not in state.get("_modules", {}):
+            state["norms"] = None  # pickled before batch_norm existed: none
         super().__setstate__(state)
+
+    def _hidden(self, i: int, pre_activation: torch.Tensor) -> torch.Tensor:
+        """Hidden layer ``i``'s LeakyReLU of its pre-activation (members, rows, units), after
+        its BatchNorm if any."""
+        if self.norms is not None:
+            pre_activation = _per_member(self.norms[i], pre_activation)
+        return nn.functional.leaky_relu(pre_activation)
 
     def rescale(self, ratio: float, shift: float) -> None:
         """Maps every prediction ``p`` to ``ratio * p + shift`` from now on (exactly)."""
@@ -121,22 +143,63 @@ class PowerLawNets(nn.Module):
         :param b: normalised budgets in (0, 1], (members, rows)
         :return: predicted loss, (members, rows)
         """
-        h = nn.functional.leaky_relu(self.layers[0](x))
-        h = nn.functional.leaky_relu(self.layers[1](h))
+        h = self._hidden(0, self.layers[0](x))
+        h = self._hidden(1, self.layers[1](h))
         out = self.layers[2](h)
         alpha, beta, gamma = out[..., 0], torch.sigmoid(out[..., 1]), torch.sigmoid(out[..., 2])
         return self.out_shift + self.out_scale * (alpha + beta * b.pow(-gamma))
+
+
+def _per_member(norm: nn.Module, units: torch.Tensor) -> torch.Tensor:
+    """``norm`` (a ``BatchNorm1d`` over members x units channels) applied to ``units``
+    (members, rows, hidden): each member's unit normalised over that member's rows."""
+    members, rows, hidden = units.shape
+    flat = norm(units.transpose(0, 1).reshape(rows, members * hidden))
+    return flat.reshape(rows, members, hidden).transpose(0, 1)
 
 
 _LEAKY_SLOPE = 0.01  # nn.functional.leaky_relu's default
 _leaky_relu_backward = torch.ops.aten.leaky_relu_backward  # the kernel autograd uses
 
 
+class _NormPass:
+    """A hidden layer's BatchNorm in training mode by torch's own kernel (which also updates
+    the running statistics, as the module's forward in training does), and its backward; the
+    identity when the nets have no BatchNorm."""
+
+    def __init__(self, norm: nn.Module | None, pre_activation: torch.Tensor):
+        self.norm, self.shape = norm, pre_activation.shape
+        if norm is None:
+            self.out = pre_activation
+            return
+        members, rows, hidden = self.shape
+        self.flat_in = pre_activation.transpose(0, 1).reshape(rows, members * hidden)
+        norm.num_batches_tracked.add_(1)
+        flat_out, self.save_mean, self.save_invstd = torch.ops.aten.native_batch_norm(
+            self.flat_in, norm.weight, norm.bias, norm.running_mean, norm.running_var, True, norm.momentum, norm.eps
+        )
+        self.out = flat_out.reshape(rows, members, hidden).transpose(0, 1)
+
+    def backward(self, grad_out: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """:return: the gradient with respect to the pre-activation, and those of the norm's
+        weight and bias (none without BatchNorm)"""
+        if self.norm is None:
+            return grad_out, []
+        members, rows, hidden = self.shape
+        grad_in, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
+            grad_out.transpose(0, 1).reshape(rows, members * hidden), self.flat_in, self.norm.weight,
+            self.norm.running_mean, self.norm.running_var, self.save_mean, self.save_invstd, True, self.norm.eps,
+            [True, True, True],
+        )
+        return grad_in.reshape(rows, members, hidden).transpose(0, 1), [grad_weight, grad_bias]
+
+
 def loss_and_gradients(
     nets: PowerLawNets, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str
 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """The training loss (sum over members of each member's mean loss over its rows) and its
-    gradient with respect to ``nets.parameters()``, in closed form (no autograd graph).
+    gradient with respect to ``nets.parameters()``, in closed form (no autograd graph). With
+    BatchNorm, the forward pass is the training mode's and updates the running statistics.
 
     :param x: configs, (members, rows, dim)
     :param b: normalised budgets, (members, rows)
@@ -144,11 +207,14 @@ def loss_and_gradients(
     :param loss: "mse" or "l1"
     """
     (w1, b1), (w2, b2), (w3, b3) = [(layer.weight, layer.bias) for layer in nets.layers]
+    norms = [None, None] if nets.norms is None else list(nets.norms)
     with torch.no_grad():
         a1 = torch.baddbmm(b1, x, w1)
-        h1 = nn.functional.leaky_relu(a1)
+        n1 = _NormPass(norms[0], a1)
+        h1 = nn.functional.leaky_relu(n1.out)
         a2 = torch.baddbmm(b2, h1, w2)
-        h2 = nn.functional.leaky_relu(a2)
+        n2 = _NormPass(norms[1], a2)
+        h2 = nn.functional.leaky_relu(n2.out)
         out = torch.baddbmm(b3, h2, w3)
         alpha, beta, gamma = out[..., 0], torch.sigmoid(out[..., 1]), torch.sigmoid(out[..., 2])
         power = b.pow(-gamma)
@@ -170,13 +236,18 @@ def loss_and_gradients(
         )
         grad_w3 = torch.bmm(h2.transpose(1, 2), grad_out)
         grad_b3 = grad_out.sum(dim=1, keepdim=True)
-        grad_a2 = _leaky_relu_backward(torch.bmm(grad_out, w3.transpose(1, 2)), a2, _LEAKY_SLOPE, False)
+        grad_a2, grad_norm2 = n2.backward(
+            _leaky_relu_backward(torch.bmm(grad_out, w3.transpose(1, 2)), n2.out, _LEAKY_SLOPE, False)
+        )
         grad_w2 = torch.bmm(h1.transpose(1, 2), grad_a2)
         grad_b2 = grad_a2.sum(dim=1, keepdim=True)
-        grad_a1 = _leaky_relu_backward(torch.bmm(grad_a2, w2.transpose(1, 2)), a1, _LEAKY_SLOPE, False)
+        grad_a1, grad_norm1 = n1.backward(
+            _leaky_relu_backward(torch.bmm(grad_a2, w2.transpose(1, 2)), n1.out, _LEAKY_SLOPE, False)
+        )
         grad_w1 = torch.bmm(x.transpose(1, 2), grad_a1)
         grad_b1 = grad_a1.sum(dim=1, keepdim=True)
-    return value, [grad_w1, grad_b1, grad_w2, grad_b2, grad_w3, grad_b3]
+    # in the order of nets.parameters(): the linear layers', then the norms'
+    return value, [grad_w1, grad_b1, grad_w2, grad_b2, grad_w3, grad_b3, *grad_norm1, *grad_norm2]
 
 
 def train_step(nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str) -> float:
@@ -237,6 +308,8 @@ class PowerLawEnsemble:
                         return
                     steps_left -= 1
                 idx = order[:, start : start + cfg.batch_size]
+                if cfg.batch_norm and idx.shape[1] < 2:
+                    continue  # one row has no batch statistics
                 train_step(self._nets, self._adam, x[idx], b[idx], loss_target[idx], cfg.loss)
 
     def rescale(self, old: ScoreTransform, new: ScoreTransform) -> None:
@@ -257,6 +330,10 @@ class PowerLawEnsemble:
         m = self.config.num_members
         x = torch.from_numpy(np.asarray(candidates.x, dtype=np.float32)).expand(m, -1, -1)
         b = torch.from_numpy(np.asarray(budget, dtype=np.float32) / self._max_t).expand(m, -1)
-        with torch.inference_mode():
-            scores = -self._nets(x, b).double().numpy()  # (members, m) predicted scores
+        self._nets.eval()  # BatchNorm's running statistics, if any
+        try:
+            with torch.inference_mode():
+                scores = -self._nets(x, b).double().numpy()  # (members, m) predicted scores
+        finally:
+            self._nets.train()
         return scores.mean(axis=0), scores.std(axis=0)
