@@ -284,9 +284,10 @@ def power_law_data(n: int = 60, seed: int = 0):
     return TrainingData(x=x, budget=budget, curves=np.full((n, 10), np.nan), y=y, max_t=10)
 
 
-def test_power_law_dill_round_trip_predicts_and_trains_the_same():
+@pytest.mark.parametrize("batch_norm", [False, True])
+def test_power_law_dill_round_trip_predicts_and_trains_the_same(batch_norm):
     data = power_law_data()
-    ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=20, max_refine_steps=4))
+    ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=20, max_refine_steps=4, batch_norm=batch_norm))
     ens.fit(data, from_scratch=True, seed=0)
     clone = dill.loads(dill.dumps(ens))
     cands = Candidates(data.x[:7], np.full(7, 10), np.full((7, 10), np.nan), [None] * 7, [{}] * 7)

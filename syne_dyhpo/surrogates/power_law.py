@@ -6,8 +6,9 @@ differ by their initial weights and minibatch order; mean and standard deviation
 members are the posterior. Nets are MLP d -> 128 -> 128 -> 3 with LeakyReLU; beta and gamma go
 through a sigmoid (the paper; the authors' code uses SiLU), so every predicted curve improves
 monotonically with the budget. The paper's appendix adds BatchNorm to the hidden layers, the
-authors' code has none; :class:`PowerLawConfig` ``batch_norm`` chooses (default: none). Trained with Adam (lr 1e-3, batch 64) on all observed
-(config, epoch, value) points: 250 epochs from scratch, 20 epochs per warm-started refinement.
+authors' code has none; :class:`PowerLawConfig` ``batch_norm`` chooses (default: none).
+Trained with Adam (lr 1e-3, batch 64) on all observed (config, epoch, value) points: 250
+epochs from scratch, 20 epochs per warm-started refinement.
 
 The members are trained as one batched module (weights stacked along a member axis), which
 gives the same ensemble as training them one after another at a fraction of the cost. A
