@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -100,13 +100,16 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
     """DyHPO or DeepPowerLaw with the table as ``candidate_configs`` and exact segments
     (:data:`SEGMENT_END_ATTR`); ``variant``: "default", "paper" (the papers' decisions and the
     authors' surrogate training: slow) or "sh" (successive-halving promotions mixed in with
-    probability 0.25, as Syne Tune's former DyHPO); ``options``: further scheduler arguments."""
+    probability 0.25, as Syne Tune's former DyHPO); ``options``: further scheduler arguments,
+    and ``power_law_batch_norm`` (DeepPowerLaw): the ``batch_norm`` of its ``surrogate_config``
+    (given or default)."""
 
     def factory(d, cs, configs, seed):
         import syne_dyhpo
         from syne_dyhpo.methods import deep_power_law, dyhpo
 
         kwargs = dict(options)
+        batch_norm = kwargs.pop("power_law_batch_norm", None)
         if kwargs.get("fit_schedule") == "misfit":  # resolved here: the grid imports lazily
             kwargs["fit_schedule"] = dyhpo.MISFIT_FIT_SCHEDULE
         if variant == "paper":
@@ -119,6 +122,9 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
             kwargs["complete_incumbent"] = False
         elif variant == "sh":
             kwargs["sh_probability"] = 0.25
+        if batch_norm is not None:
+            config = kwargs.get("surrogate_config") or deep_power_law.DEFAULT_POWER_LAW_CONFIG
+            kwargs["surrogate_config"] = replace(config, batch_norm=batch_norm)
         return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
             max_t=d.max_t, random_seed=seed, candidate_configs=configs,
@@ -132,8 +138,14 @@ def _measured(class_name: str, variant: str = "default", **options: Any) -> Meth
     """:func:`_ours` with the outcome normalisation fitted on every observed score
     (``normalisation_scores="epochs"``): the variants registered before ``"trials_if_alike"``
     became the default were measured so, and reproduce their runs with it (the two differ only
-    where that normalisation collapses: on the development tasks, runs of the IRNN TaskSet task)."""
-    return _ours(class_name, variant, **{"normalisation_scores": "epochs", **options})
+    where that normalisation collapses: on the development tasks, runs of the IRNN TaskSet task).
+    DeepPowerLaw's also without BatchNorm, as they ran."""
+    return _ours(class_name, variant, **{"normalisation_scores": "epochs", **_no_batch_norm(class_name), **options})
+
+
+def _no_batch_norm(class_name: str) -> dict[str, Any]:
+    """The pin of DeepPowerLaw's variants measured without BatchNorm in its members."""
+    return {"power_law_batch_norm": False} if class_name == "DeepPowerLaw" else {}
 
 
 register_method("RandomSearch", _random_search("uniform"))
@@ -155,13 +167,13 @@ register_method("DyHPO-condition-running", _measured("DyHPO", condition_on_runni
 # today's defaults with the outcome normalisation fitted on each trial's best score
 # (``normalisation_scores``), always or when every score would make it degenerate
 register_method("DyHPO-per-trial", _ours("DyHPO", normalisation_scores="trials"))
-register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalisation_scores="trials"))
+register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalisation_scores="trials", power_law_batch_norm=False))
 # (the default since these runs: the same as DyHPO and DeepPowerLaw)
 register_method("DyHPO-per-trial-if-alike", _ours("DyHPO", normalisation_scores="trials_if_alike"))
-register_method("DeepPowerLaw-per-trial-if-alike", _ours("DeepPowerLaw", normalisation_scores="trials_if_alike"))
+register_method("DeepPowerLaw-per-trial-if-alike", _ours("DeepPowerLaw", normalisation_scores="trials_if_alike", power_law_batch_norm=False))
 # the defaults before: the normalisation fitted on every observed score
 register_method("DyHPO-every-score", _ours("DyHPO", normalisation_scores="epochs"))
-register_method("DeepPowerLaw-every-score", _ours("DeepPowerLaw", normalisation_scores="epochs"))
+register_method("DeepPowerLaw-every-score", _ours("DeepPowerLaw", normalisation_scores="epochs", power_law_batch_norm=False))
 # The variants below were measured before a completed trial past half of max_t was finished
 # (``commit_completion_after``; it changes decisions with several workers only): each pins
 # that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now
@@ -252,11 +264,13 @@ register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_sche
 
 # the members fitted with the L1 loss of the authors' code instead of the paper's squared
 # error (``PowerLawConfig(loss="l1")``): a median fit, less pulled by outlying points
-register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, loss="l1"))
+register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, loss="l1", batch_norm=False))
 
-# BatchNorm in the members' hidden layers, as the paper's appendix has it (the authors' code and
-# the default have none: ``PowerLawConfig(batch_norm=True)``)
+# BatchNorm in the members' hidden layers, as the paper's appendix has it (``PowerLawConfig``'s
+# ``batch_norm``; the default since these runs: the same as DeepPowerLaw), and without, as the
+# authors' code (the default before: the same as DeepPowerLaw-per-trial-if-alike)
 register_method("DeepPowerLaw-batch-norm", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, batch_norm=True))
+register_method("DeepPowerLaw-no-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=False))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

@@ -162,8 +162,11 @@ def test_policy_transforms_only_new_rows_and_equals_transforming_all():
 
 @pytest.mark.parametrize("loss,rescaled", [("mse", False), ("l1", False), ("mse", True)])
 def test_power_law_closed_form_step_equals_autograd_and_torch_adam(loss, rescaled):
+    # without BatchNorm: with it, the biases before the norms have gradient 0 in exact
+    # arithmetic, and Adam turns the rounding noise there into steps (the next test compares
+    # one step's gradients with BatchNorm)
     torch.manual_seed(0)
-    cfg = PowerLawConfig()
+    cfg = PowerLawConfig(batch_norm=False)
     reference, fast = PowerLawNets(4, cfg), PowerLawNets(4, cfg)
     fast.load_state_dict(reference.state_dict())
     if rescaled:  # through the output map of a rescaled ensemble

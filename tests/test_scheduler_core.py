@@ -752,3 +752,36 @@ def test_normalisation_scores_reach_the_policy_and_old_pickles_fit_on_every_scor
     old.__setstate__(state)
     assert old.normalisation_scores == "epochs"
     assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "trials_if_alike"
+
+
+def test_deep_power_law_has_the_papers_batch_norm_and_old_pickles_keep_their_nets():
+    import dill
+
+    from syne_dyhpo import DeepPowerLaw, PowerLawConfig
+
+    space = {"x": uniform(0, 1), "y": uniform(0, 1)}
+    assert DeepPowerLaw(space, metric="loss", max_t=5).policy.surrogate.config.batch_norm is True
+    s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
+                     surrogate_config=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2))
+    trials = drive_one_worker(s, steps=12)
+    ensemble = s.policy.surrogate
+    assert ensemble._nets is not None and ensemble._nets.norms is None
+    # what a scheduler pickled before the option existed holds: neither field
+    del ensemble.config.__dict__["batch_norm"]
+    del ensemble._nets.__dict__["norms"]
+    old = dill.loads(dill.dumps(s))
+    assert old.policy.surrogate.config.batch_norm is False
+    assert old.policy.surrogate._nets.norms is None
+    num_observations = old.observations.num_observations
+    for _ in range(6):  # it fits, refines and decides on as before
+        suggestion = old.suggest()
+        if suggestion.spawn_new_trial_id:
+            trial = trials[len(trials)] = make_trial(len(trials), suggestion.config)
+            old.on_trial_add(trial)
+        else:
+            trial = trials[suggestion.checkpoint_trial_id]
+        epoch = old.observations.trials[trial.trial_id].last_epoch + 1
+        old.on_trial_result(trial, {"epoch": epoch, "loss": 1.0 / epoch})
+        old.on_trial_remove(trial)
+    assert old.observations.num_observations == num_observations + 6
+    assert old.policy.surrogate._nets.norms is None and old.metadata()["num_fallbacks"] == 0
