@@ -28,6 +28,22 @@ def make_trial(trial_id: int, config: dict):
     return Trial(trial_id=trial_id, config=config, creation_time=datetime.now())
 
 
+def one_epoch_per_decision(scheduler, trials: dict, value, metric: str = "loss"):
+    """One decision as Syne Tune's Tuner drives it, then one reported epoch: the suggested
+    trial (a new one is added to ``trials``) reports ``metric`` = ``value(epoch)`` for its next
+    epoch and is removed; returns the trial."""
+    suggestion = scheduler.suggest()
+    if suggestion.spawn_new_trial_id:
+        trial = trials[len(trials)] = make_trial(len(trials), suggestion.config)
+        scheduler.on_trial_add(trial)
+    else:
+        trial = trials[suggestion.checkpoint_trial_id]
+    epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1
+    scheduler.on_trial_result(trial, {"epoch": epoch, metric: value(epoch)})
+    scheduler.on_trial_remove(trial)
+    return trial
+
+
 def drive_one_worker(scheduler, steps: int, value=lambda trial, epoch: 1.0 / epoch + 0.01 * trial.trial_id,
                      metric: str = "loss", after_segment=None):
     """One worker, as Syne Tune's Tuner drives a scheduler: suggest, then report epoch after

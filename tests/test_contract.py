@@ -12,7 +12,7 @@ import pytest
 from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial, simulate_tuner, tiny_blackbox
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
 from syne_dyhpo import DeepKernelGPConfig, DeepPowerLaw, DyHPO, FitSchedule, PowerLawConfig
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
@@ -242,16 +242,7 @@ def test_late_nan_after_pause_marks_the_trial_diverged_and_it_is_never_resumed()
     assert s.trial_status(0) is TrialStatus.DIVERGED
     trials = {0: trial}
     for _ in range(20):
-        sug = s.suggest()
-        assert sug.spawn_new_trial_id or sug.checkpoint_trial_id != 0
-        if sug.spawn_new_trial_id:
-            t = trials[len(trials)] = make_trial(len(trials), sug.config)
-            s.on_trial_add(t)
-        else:
-            t = trials[sug.checkpoint_trial_id]
-        epoch = s.observations.trials[t.trial_id].last_epoch + 1
-        s.on_trial_result(t, {"epoch": epoch, "loss": 0.9})
-        s.on_trial_remove(t)
+        assert one_epoch_per_decision(s, trials, lambda epoch: 0.9).trial_id != 0
 
 
 def test_late_reports_up_to_max_t_finish_the_trial():

@@ -8,7 +8,7 @@ import pytest
 from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision
 from syne_dyhpo import DyHPO
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -774,14 +774,6 @@ def test_deep_power_law_has_the_papers_batch_norm_and_old_pickles_keep_their_net
     assert old.policy.surrogate._nets.norms is None
     num_observations = old.observations.num_observations
     for _ in range(6):  # it fits, refines and decides on as before
-        suggestion = old.suggest()
-        if suggestion.spawn_new_trial_id:
-            trial = trials[len(trials)] = make_trial(len(trials), suggestion.config)
-            old.on_trial_add(trial)
-        else:
-            trial = trials[suggestion.checkpoint_trial_id]
-        epoch = old.observations.trials[trial.trial_id].last_epoch + 1
-        old.on_trial_result(trial, {"epoch": epoch, "loss": 1.0 / epoch})
-        old.on_trial_remove(trial)
+        one_epoch_per_decision(old, trials, lambda epoch: 1.0 / epoch)
     assert old.observations.num_observations == num_observations + 6
     assert old.policy.surrogate._nets.norms is None and old.metadata()["num_fallbacks"] == 0
