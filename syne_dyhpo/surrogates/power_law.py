@@ -58,7 +58,8 @@ class PowerLawConfig:
         statistics. Defaults to True; False is the authors' code, and what pickles written
         before this option existed load with. Against False on the development tasks
         (``benchmarks/RESULTS.md``, "DeepPowerLaw with the paper's BatchNorm"): TaskSet regret
-        at the end of the budget about halved, LCBench level
+        at the end of the budget about halved; LCBench level there, behind at half the budget
+        with one worker
     """
 
     num_members: int = 5
