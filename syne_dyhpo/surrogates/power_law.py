@@ -158,12 +158,23 @@ class PowerLawNets(nn.Module):
         return self.out_shift + self.out_scale * (alpha + beta * b.pow(-gamma))
 
 
+def _as_channels(units: torch.Tensor) -> torch.Tensor:
+    """(members, rows, hidden) -> (rows, members * hidden): each member's unit a BatchNorm
+    channel, normalised over that member's rows."""
+    members, rows, hidden = units.shape
+    return units.transpose(0, 1).reshape(rows, members * hidden)
+
+
+def _from_channels(flat: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """The inverse of :func:`_as_channels`, back to ``shape`` (members, rows, hidden)."""
+    members, rows, hidden = shape
+    return flat.reshape(rows, members, hidden).transpose(0, 1)
+
+
 def _per_member(norm: nn.Module, units: torch.Tensor) -> torch.Tensor:
     """``norm`` (a ``BatchNorm1d`` over members x units channels) applied to ``units``
-    (members, rows, hidden): each member's unit normalised over that member's rows."""
-    members, rows, hidden = units.shape
-    flat = norm(units.transpose(0, 1).reshape(rows, members * hidden))
-    return flat.reshape(rows, members, hidden).transpose(0, 1)
+    (members, rows, hidden)."""
+    return _from_channels(norm(_as_channels(units)), units.shape)
 
 
 _LEAKY_SLOPE = 0.01  # nn.functional.leaky_relu's default
@@ -180,26 +191,24 @@ class _NormPass:
         if norm is None:
             self.out = pre_activation
             return
-        members, rows, hidden = self.shape
-        self.flat_in = pre_activation.transpose(0, 1).reshape(rows, members * hidden)
+        self.flat_in = _as_channels(pre_activation)
         norm.num_batches_tracked.add_(1)
         flat_out, self.save_mean, self.save_invstd = torch.ops.aten.native_batch_norm(
             self.flat_in, norm.weight, norm.bias, norm.running_mean, norm.running_var, True, norm.momentum, norm.eps
         )
-        self.out = flat_out.reshape(rows, members, hidden).transpose(0, 1)
+        self.out = _from_channels(flat_out, self.shape)
 
     def backward(self, grad_out: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """:return: the gradient with respect to the pre-activation, and those of the norm's
         weight and bias (none without BatchNorm)"""
         if self.norm is None:
             return grad_out, []
-        members, rows, hidden = self.shape
         grad_in, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
-            grad_out.transpose(0, 1).reshape(rows, members * hidden), self.flat_in, self.norm.weight,
+            _as_channels(grad_out), self.flat_in, self.norm.weight,
             self.norm.running_mean, self.norm.running_var, self.save_mean, self.save_invstd, True, self.norm.eps,
             [True, True, True],
         )
-        return grad_in.reshape(rows, members, hidden).transpose(0, 1), [grad_weight, grad_bias]
+        return _from_channels(grad_in, self.shape), [grad_weight, grad_bias]
 
 
 def loss_and_gradients(
