@@ -271,6 +271,16 @@ register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_c
 # authors' code (the default before: the same as DeepPowerLaw-per-trial-if-alike)
 register_method("DeepPowerLaw-batch-norm", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, batch_norm=True))
 register_method("DeepPowerLaw-no-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=False))
+# where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
+# 25 and 50 %): today's defaults without the incumbent completion, with version 0.1's training
+# caps (16 minibatch steps per refinement, fits from scratch uncapped), and with the completion
+# waiting twice as long (4 x max_t observed epochs with one worker)
+register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
+register_method(
+    "DeepPowerLaw-bn-refine16",
+    _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None),
+)
+register_method("DeepPowerLaw-bn-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
