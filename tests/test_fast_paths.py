@@ -237,6 +237,8 @@ def test_power_law_batch_norm_predicts_with_running_statistics_and_skips_single_
     assert np.all(std > 0)
     with pytest.raises(ValueError, match="batch_norm"):
         PowerLawConfig(batch_norm="yes")
+    with pytest.raises(ValueError, match="loss must be one of 'mse', 'l1', got 'huber'"):
+        PowerLawConfig(loss="huber")
 
 
 def test_adam_over_mixed_dtypes_equals_torch_adam():

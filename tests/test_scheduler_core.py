@@ -240,6 +240,8 @@ def test_metadata_json_and_pickle_after_real_fits():
     meta = json.loads(json.dumps(s.metadata()))
     assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
     assert meta["policy"]["num_full_fits"] >= 1
+    # the surrogate's settings are reported, so a run's record says what model decided
+    assert meta["policy"]["surrogate_config"]["max_condition_points"] == s.policy.surrogate.config.max_condition_points
     clone = pickle.loads(pickle.dumps(s))
     assert clone.observations.num_observations == s.observations.num_observations
 
@@ -760,7 +762,9 @@ def test_deep_power_law_has_the_papers_batch_norm_and_old_pickles_keep_their_net
     from syne_dyhpo import DeepPowerLaw, PowerLawConfig
 
     space = {"x": uniform(0, 1), "y": uniform(0, 1)}
-    assert DeepPowerLaw(space, metric="loss", max_t=5).policy.surrogate.config.batch_norm is True
+    default = DeepPowerLaw(space, metric="loss", max_t=5)
+    assert default.policy.surrogate.config.batch_norm is True
+    assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is True
     s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
                      surrogate_config=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2))
     trials = drive_one_worker(s, steps=12)

@@ -14,7 +14,7 @@ import contextlib
 import copy
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, is_dataclass, replace
 from typing import Any, Callable, Iterator, Protocol
 
 import numpy as np
@@ -41,7 +41,8 @@ class Surrogate(Protocol):
 
     # optional: ``misfit() -> np.ndarray``, the standardised one-step-ahead prediction errors
     # of the rows conditioned on since the last training (see ``FitSchedule.refine_on_misfit``);
-    # surrogates without it are refined on the clock only
+    # surrogates without it are refined on the clock only. Optional too: ``config``, a dataclass
+    # of its settings, reported in the scheduler's metadata
 
 
 @dataclass(frozen=True)
@@ -360,6 +361,7 @@ class SurrogatePolicy:
     def metadata(self) -> dict[str, Any]:
         return {
             "surrogate": type(self.surrogate).__name__,
+            "surrogate_config": _settings(getattr(self.surrogate, "config", None)),
             "schedule": {k: (None if v is None or v == math.inf else v) for k, v in vars(self.schedule).items()},
             "num_full_fits": self.num_full_fits,
             "num_refines": self.num_refines,
@@ -367,6 +369,11 @@ class SurrogatePolicy:
             "num_rescales": self.num_rescales,
             "normalisation_scores": self.normalisation_scores,
         }
+
+
+def _settings(config: Any) -> dict[str, Any] | None:
+    """The fields of a surrogate's settings dataclass, or None if it has none."""
+    return asdict(config) if is_dataclass(config) and not isinstance(config, type) else None
 
 
 #: median of |z| for z ~ N(0, 1)

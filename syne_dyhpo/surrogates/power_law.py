@@ -30,7 +30,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_positive
+from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.surrogates.optim import Adam
@@ -78,8 +78,7 @@ class PowerLawConfig:
         self.__dict__.update(state)
 
     def __post_init__(self):
-        if self.loss not in ("mse", "l1"):
-            raise ValueError(f"loss must be 'mse' or 'l1', got {self.loss!r}")
+        checked_choice("loss", self.loss, ("mse", "l1"))
         for name in ("num_members", "hidden", "batch_size", "fit_epochs"):
             checked_integer(name, getattr(self, name), 1)
         checked_integer("refine_epochs", self.refine_epochs, 0)
