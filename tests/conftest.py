@@ -28,16 +28,24 @@ def make_trial(trial_id: int, config: dict):
     return Trial(trial_id=trial_id, config=config, creation_time=datetime.now())
 
 
+def suggested_trial(scheduler, trials: dict):
+    """The trial of the scheduler's next suggestion, as Syne Tune's Tuner starts or resumes it
+    (a new one is added to ``trials`` and to the scheduler), or None if it suggests nothing."""
+    suggestion = scheduler.suggest()
+    if suggestion is None:
+        return None
+    if suggestion.spawn_new_trial_id:
+        trial = trials[len(trials)] = make_trial(len(trials), suggestion.config)
+        scheduler.on_trial_add(trial)
+        return trial
+    return trials[suggestion.checkpoint_trial_id]
+
+
 def one_epoch_per_decision(scheduler, trials: dict, value, metric: str = "loss"):
     """One decision as Syne Tune's Tuner drives it, then one reported epoch: the suggested
     trial (a new one is added to ``trials``) reports ``metric`` = ``value(epoch)`` for its next
     epoch and is removed; returns the trial."""
-    suggestion = scheduler.suggest()
-    if suggestion.spawn_new_trial_id:
-        trial = trials[len(trials)] = make_trial(len(trials), suggestion.config)
-        scheduler.on_trial_add(trial)
-    else:
-        trial = trials[suggestion.checkpoint_trial_id]
+    trial = suggested_trial(scheduler, trials)
     epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1
     scheduler.on_trial_result(trial, {"epoch": epoch, metric: value(epoch)})
     scheduler.on_trial_remove(trial)
@@ -53,15 +61,9 @@ def drive_one_worker(scheduler, steps: int, value=lambda trial, epoch: 1.0 / epo
 
     trials = {}
     for _ in range(steps):
-        suggestion = scheduler.suggest()
-        if suggestion is None:
+        trial = suggested_trial(scheduler, trials)
+        if trial is None:
             break
-        if suggestion.spawn_new_trial_id:
-            trial = make_trial(len(trials), suggestion.config)
-            trials[trial.trial_id] = trial
-            scheduler.on_trial_add(trial)
-        else:
-            trial = trials[suggestion.checkpoint_trial_id]
         decision = SchedulerDecision.CONTINUE
         while decision == SchedulerDecision.CONTINUE:
             epoch = scheduler.observations.trials[trial.trial_id].last_epoch + 1

@@ -221,22 +221,7 @@ def test_surrogate_failure_falls_back_without_losing_data():
 
 def test_metadata_json_and_pickle_after_real_fits():
     s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1, num_candidates=8)
-    trials = {}
-    for step in range(12):
-        sug = s.suggest()
-        if sug.spawn_new_trial_id:
-            tid = len(trials)
-            trials[tid] = make_trial(tid, sug.config)
-            s.on_trial_add(trials[tid])
-        else:
-            tid = sug.checkpoint_trial_id
-        trial = trials[tid]
-        while True:
-            epoch = s.observations.trials[tid].last_epoch + 1
-            decision = report(s, trial, epoch, trial.config["x"] * (1 - 0.5 / epoch))
-            if decision != D.CONTINUE:
-                s.on_trial_remove(trial)
-                break
+    drive_one_worker(s, steps=12, value=lambda trial, epoch: trial.config["x"] * (1 - 0.5 / epoch))
     meta = json.loads(json.dumps(s.metadata()))
     assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
     assert meta["policy"]["num_full_fits"] >= 1
