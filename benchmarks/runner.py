@@ -269,7 +269,7 @@ register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_c
 # BatchNorm in the members' hidden layers, as the paper's appendix has it (``PowerLawConfig``'s
 # ``batch_norm``; the default since these runs: the same as DeepPowerLaw), and without, as the
 # authors' code (the default before: the same as DeepPowerLaw-per-trial-if-alike)
-register_method("DeepPowerLaw-batch-norm", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, batch_norm=True))
+register_method("DeepPowerLaw-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=True))
 register_method("DeepPowerLaw-no-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=False))
 # where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
 # 25 and 50 %): today's defaults without the incumbent completion, with version 0.1's training
