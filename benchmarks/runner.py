@@ -281,6 +281,11 @@ register_method(
     _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None),
 )
 register_method("DeepPowerLaw-bn-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0))
+# version 0.1's refinement cap with today's cap on fits from scratch (a fit from scratch bounded
+# at 500 minibatch steps keeps the longest decision short)
+register_method(
+    "DeepPowerLaw-bn-r16f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16)
+)
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
