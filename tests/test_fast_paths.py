@@ -320,10 +320,28 @@ def test_power_law_step_caps():
         ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=3))
         ens.fit(data, from_scratch=True, seed=0)
         assert len(counted) == 7 + 12  # paper: no cap
+        # 200 observations, twice the size after which the refinement cap shrinks: half of it
+        ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=1, max_refine_steps=8, refine_steps_shrink_after=100))
+        ens.fit(data, from_scratch=True, seed=0)
+        ens.fit(data, from_scratch=False, seed=0)
+        assert len(counted) == 19 + 4 + 4
     finally:
         pl.train_step = original
     with pytest.raises(ValueError, match="max_fit_steps"):
         PowerLawConfig(max_fit_steps=0)
+    with pytest.raises(ValueError, match="refine_steps_shrink_after"):
+        PowerLawConfig(refine_steps_shrink_after=0)
+
+
+def test_refinement_cap_shrinks_as_the_inverse_of_the_data_beyond_its_size():
+    from syne_dyhpo.surrogates.power_law import refine_step_cap
+
+    shrinking = PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=2000)
+    assert [refine_step_cap(shrinking, n) for n in (1, 2000, 2001, 4000, 5000, 8000, 10000, 40000)] == [
+        16, 16, 15, 8, 6, 4, 3, 1  # never below one step
+    ]
+    assert refine_step_cap(PowerLawConfig(max_refine_steps=16), 10**6) == 16  # no shrinking
+    assert refine_step_cap(PowerLawConfig(refine_steps_shrink_after=10), 10**6) is None  # no cap to shrink
 
 
 # ----- deep-kernel GP -------------------------------------------------------------------------

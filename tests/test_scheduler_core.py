@@ -757,9 +757,11 @@ def test_deep_power_law_has_the_papers_batch_norm_and_old_pickles_keep_their_net
     assert ensemble._nets is not None and ensemble._nets.norms is None
     # what a scheduler pickled before the option existed holds: neither field
     del ensemble.config.__dict__["batch_norm"]
+    del ensemble.config.__dict__["refine_steps_shrink_after"]  # nor this later one
     del ensemble._nets.__dict__["norms"]
     old = dill.loads(dill.dumps(s))
     assert old.policy.surrogate.config.batch_norm is False
+    assert old.policy.surrogate.config.refine_steps_shrink_after is None  # its cap held at any size
     assert old.policy.surrogate._nets.norms is None
     num_observations = old.observations.num_observations
     for _ in range(6):  # it fits, refines and decides on as before

@@ -52,6 +52,13 @@ class PowerLawConfig:
         1000 observations are 320 steps per decision. None: no cap (paper). Defaults to None
     :param max_fit_steps: cap on the minibatch steps of a fit from scratch; 250 epochs over
         1000 observations are 4000 steps. None: no cap (paper). Defaults to None
+    :param refine_steps_shrink_after: beyond this many observations, the refinement cap
+        shrinks in proportion to their inverse, ``max(1, max_refine_steps *
+        refine_steps_shrink_after // n)`` steps at ``n`` observations, so that a decision's
+        cost stays about flat as the data grows: the steps are a constant cost per decision,
+        while predicting the candidates costs more with more data (``docs/speed.md``). Each new
+        observation is also a smaller share of the data the warm start was trained on. None:
+        the cap holds at any size (paper: no cap). Defaults to None
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
@@ -72,6 +79,7 @@ class PowerLawConfig:
     max_refine_steps: int | None = None
     max_fit_steps: int | None = None
     batch_norm: bool = True
+    refine_steps_shrink_after: int | None = None
 
     def __setstate__(self, state: dict) -> None:
         state.setdefault("batch_norm", False)  # pickled before the option: nets without it
@@ -82,10 +90,19 @@ class PowerLawConfig:
         for name in ("num_members", "hidden", "batch_size", "fit_epochs"):
             checked_integer(name, getattr(self, name), 1)
         checked_integer("refine_epochs", self.refine_epochs, 0)
-        for name in ("max_refine_steps", "max_fit_steps"):
+        for name in ("max_refine_steps", "max_fit_steps", "refine_steps_shrink_after"):
             checked_integer(name, getattr(self, name), 1, allow_none=True)
         checked_positive("lr", self.lr)
         self.batch_norm = checked_flag("batch_norm", self.batch_norm)
+
+
+def refine_step_cap(config: PowerLawConfig, n: int) -> int | None:
+    """Most minibatch steps of a refinement on ``n`` observations (None: no cap), see
+    :class:`PowerLawConfig`'s ``max_refine_steps`` and ``refine_steps_shrink_after``."""
+    cap, after = config.max_refine_steps, config.refine_steps_shrink_after
+    if cap is None or after is None or n <= after:
+        return cap
+    return max(1, cap * after // n)
 
 
 class _BatchedLinear(nn.Module):
@@ -313,7 +330,7 @@ class PowerLawEnsemble:
             self._adam = Adam(list(self._nets.parameters()), lr=cfg.lr)
             epochs, steps_left = cfg.fit_epochs, cfg.max_fit_steps
         else:
-            epochs, steps_left = cfg.refine_epochs, cfg.max_refine_steps
+            epochs, steps_left = cfg.refine_epochs, refine_step_cap(cfg, n)
         m = cfg.num_members
         for _ in range(epochs):
             # each member sees its own shuffling of the data
