@@ -57,8 +57,11 @@ class PowerLawConfig:
         refine_steps_shrink_after // n)`` steps at ``n`` observations, so that a decision's
         cost stays about flat as the data grows: the steps are a constant cost per decision,
         while predicting the candidates costs more with more data (``docs/speed.md``). Each new
-        observation is also a smaller share of the data the warm start was trained on. None:
-        the cap holds at any size (paper: no cap). Defaults to None
+        observation is also a smaller share of the data the warm start was trained on. With
+        ``max_refine_steps=16`` and 2000, DeepPowerLaw's decisions stay within issue 12's
+        latency targets (``benchmarks/RESULTS.md``, "Where DeepPowerLaw loses to version 0.1
+        on LCBench": 16 steps gained on LCBench with one worker and lost on TaskSet, so the
+        default keeps 4 at any size). None: the cap holds at any size. Defaults to None
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
