@@ -272,15 +272,13 @@ register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_c
 register_method("DeepPowerLaw-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=True))
 register_method("DeepPowerLaw-no-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=False))
 # where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
-# 25 and 50 %): today's defaults without the incumbent completion, with version 0.1's training
-# caps (16 minibatch steps per refinement, fits from scratch uncapped), and with the completion
-# waiting twice as long (4 x max_t observed epochs with one worker)
+# 25 and 50 %; benchmarks/RESULTS.md): today's defaults without the incumbent completion, and
+# with version 0.1's training caps (16 minibatch steps per refinement, fits from scratch uncapped)
 register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
 register_method(
     "DeepPowerLaw-bn-refine16",
     _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None),
 )
-register_method("DeepPowerLaw-bn-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0))
 # version 0.1's refinement cap with today's cap on fits from scratch (a fit from scratch bounded
 # at 500 minibatch steps keeps the longest decision short)
 register_method(
