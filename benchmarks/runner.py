@@ -284,6 +284,10 @@ register_method(
 register_method(
     "DeepPowerLaw-bn-r16f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16)
 )
+# halfway between today's refinement cap and version 0.1's: 8 minibatch steps per refinement
+register_method(
+    "DeepPowerLaw-bn-r8f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=8)
+)
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
