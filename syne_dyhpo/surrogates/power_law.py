@@ -60,8 +60,9 @@ class PowerLawConfig:
         observation is also a smaller share of the data the warm start was trained on. With
         ``max_refine_steps=16`` and 2000, DeepPowerLaw's decisions stay within issue 12's
         latency targets (``benchmarks/RESULTS.md``, "Where DeepPowerLaw loses to version 0.1
-        on LCBench": 16 steps gained on LCBench with one worker and lost on TaskSet, so the
-        default keeps 4 at any size). None: the cap holds at any size. Defaults to None
+        on LCBench": 16 steps were level with 4 on LCBench with one worker on one machine of
+        two, ahead on the other, and behind on TaskSet at the end of the budget with one worker,
+        so the default keeps 4 at any size). None: the cap holds at any size. Defaults to None
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
