@@ -10,6 +10,16 @@ budget it prints both means and the Wilcoxon signed-rank p-value of the paired d
 
     PYTHONPATH=. python benchmarks/ablation.py results/dev/report/long.csv \\
         DyHPO-no-completion:DyHPO DeepPowerLaw-no-completion:DeepPowerLaw DyHPO-believer:DyHPO
+
+With ``--draws N`` it also estimates how often a check of another size (issue 15's held-back
+check: 10 LCBench tasks, seeds 0-2) would find the variant behind the reference beyond seed
+noise: ``N`` times, tasks are drawn with replacement from the family's common tasks and seeds
+without replacement from their common seeds, and the draw counts as "behind" when the
+variant's mean is above the reference's and the signed-rank test on the draw's pairs gives
+p < 0.05 (a task drawn twice enters its pairs twice)::
+
+    PYTHONPATH=. python benchmarks/ablation.py R/report/long.csv DeepPowerLaw:DeepPowerLaw-v0.1 \\
+        --draws 1000 --draw-tasks LCBench=10 --draw-seeds 3
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from benchmarks.report import signed_rank_test
 
 FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet"}
 POINTS = (0.25, 0.5, 1.0)
+KINDS = {"regret": "anytime", "trained_regret": "fully trained"}
 
 
 def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
@@ -63,11 +74,109 @@ def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def behind_rates(
+    long: pd.DataFrame,
+    variant: str,
+    reference: str,
+    tasks_per_family: dict[str, int],
+    seeds_per_draw: int,
+    draws: int = 1000,
+    alpha: float = 0.05,
+    random_seed: int = 0,
+) -> pd.DataFrame:
+    """How often ``variant`` would be behind ``reference`` beyond seed noise on random draws of
+    tasks and seeds of their common runs.
+
+    :param long: ``long.csv`` of a report
+    :param variant: Method name
+    :param reference: Method name
+    :param tasks_per_family: Tasks per draw of each family (with replacement from its common
+        tasks); a family not named is drawn at its own number of tasks
+    :param seeds_per_draw: Seeds per draw (without replacement; the same for every task)
+    :param draws: Number of draws
+    :param alpha: A draw is "behind" when the variant's mean regret is above the reference's
+        and the two-sided signed-rank p-value on the draw's pairs is below ``alpha``
+    :param random_seed: Seed of the draws
+    :return: One row per family, workers and regret: the draw's size, and per budget point the
+        share of draws that are behind (``behind@25%`` ...) and of draws whose variant mean is
+        at or below the reference's (``level or ahead@25%`` ...)
+    """
+    if seeds_per_draw < 1:
+        raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    df = long.assign(family=long["benchmark"].map(FAMILIES).fillna(long["benchmark"]))
+    keys = ["family", "n_workers", "task", "seed", "budget_point"]
+    a = df[df["method"] == variant].set_index(keys)
+    b = df[df["method"] == reference].set_index(keys)
+    common = a.index.intersection(b.index)
+    a, b = a.loc[common], b.loc[common]
+    rng = np.random.RandomState(random_seed)
+    rows = []
+    for family, workers in sorted({(f, w) for f, w, *_ in common}):
+        tasks = sorted({t for f, w, t, *_ in common if (f, w) == (family, workers)})
+        seeds = sorted({s for f, w, _, s, _ in common if (f, w) == (family, workers)})
+        if seeds_per_draw > len(seeds):
+            raise ValueError(f"seeds_per_draw={seeds_per_draw} but {family} with {workers} workers has {len(seeds)} seeds")
+        n = tasks_per_family.get(family, len(tasks))
+        task_draws = rng.randint(len(tasks), size=(draws, n))
+        seed_draws = rng.rand(draws, len(seeds)).argsort(axis=1)[:, :seeds_per_draw]
+        for column in KINDS:
+            row = {"family": family, "workers": workers, "regret": KINDS[column], "tasks": n, "seeds": seeds_per_draw,
+                   "draws": draws}
+            for point in POINTS:
+                # (tasks, seeds) grids of both methods' regrets; NaN where a pair is missing
+                grid = {
+                    name: frame[column].xs((family, workers, point), level=("family", "n_workers", "budget_point"))
+                    .unstack("seed").reindex(index=tasks, columns=seeds).to_numpy()
+                    for name, frame in (("variant", a), ("reference", b))
+                }
+                behind = level = 0
+                for task_idx, seed_idx in zip(task_draws, seed_draws):
+                    x = grid["variant"][np.ix_(task_idx, seed_idx)].ravel()
+                    y = grid["reference"][np.ix_(task_idx, seed_idx)].ravel()
+                    present = ~(np.isnan(x) | np.isnan(y))
+                    x, y = x[present], y[present]
+                    if x.mean() <= y.mean():
+                        level += 1
+                    elif signed_rank_test(x, y)["p"] < alpha:
+                        behind += 1
+                row[f"behind@{point:.0%}"] = behind / draws
+                row[f"level or ahead@{point:.0%}"] = level / draws
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def behind_markdown(rates: pd.DataFrame, variant: str, reference: str) -> str:
+    """Markdown table of :func:`behind_rates`."""
+    lines = [f"**{variant}** behind **{reference}** beyond seed noise on draws (share of draws; "
+             "in brackets: share with the variant's mean at or below the reference's)", "",
+             "| family | workers | regret | tasks x seeds per draw | 25 % | 50 % | 100 % |", "|---|---|---|---|---|---|---|"]
+    for _, r in rates.iterrows():
+        cells = [f"{r[f'behind@{p:.0%}']:.2f} ({r[f'level or ahead@{p:.0%}']:.2f})" for p in POINTS]
+        lines.append(f"| {r['family']} | {r['workers']} | {r['regret']} | {r['tasks']} x {r['seeds']} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append(f"({rates['draws'].iloc[0] if len(rates) else 0} draws)")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("long_csv", help="long.csv of a report of run_benchmarks.py")
     p.add_argument("comparisons", nargs="+", help="VARIANT:REFERENCE")
+    p.add_argument("--draws", type=int, default=0,
+                   help="also estimate on this many draws how often the variant would be behind (default 0: not)")
+    p.add_argument("--draw-tasks", nargs="*", default=[], metavar="FAMILY=N",
+                   help="tasks per draw of a family, e.g. LCBench=10 (default: the family's own number)")
+    p.add_argument("--draw-seeds", type=int, default=3, help="seeds per draw (default 3)")
     args = p.parse_args(argv)
+    tasks_per_family = {}
+    for item in args.draw_tasks:
+        family, _, count = item.partition("=")
+        if not count.isdigit() or int(count) < 1:
+            print(f"--draw-tasks must be FAMILY=N with N >= 1, got {item!r}", file=sys.stderr)
+            return 2
+        tasks_per_family[family] = int(count)
     long = pd.read_csv(args.long_csv)
     for comparison in args.comparisons:
         if ":" not in comparison:
@@ -75,6 +184,9 @@ def main(argv=None) -> int:
             return 2
         variant, reference = comparison.split(":", 1)
         print(paired_table(long, variant, reference))
+        if args.draws:
+            rates = behind_rates(long, variant, reference, tasks_per_family, args.draw_seeds, args.draws)
+            print(behind_markdown(rates, variant, reference))
     return 0
 
 

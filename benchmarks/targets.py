@@ -24,11 +24,10 @@ import functools
 import numpy as np
 import pandas as pd
 
-from benchmarks.ablation import FAMILIES
+from benchmarks.ablation import FAMILIES, KINDS
 
 OURS = ("DyHPO", "DeepPowerLaw")
 REFERENCES = ("ASHA", "BOHB")
-KINDS = {"regret": "anytime", "trained_regret": "fully trained"}
 BUDGETS = (0.25, 0.5, 1.0)
 #: issue 15's bound on TaskSet at 100 %: at most this multiple of ASHA's regret
 ASHA_RATIO_TARGET = 0.7

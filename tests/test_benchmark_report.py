@@ -265,6 +265,36 @@ def test_ablation_pairs_runs_by_task_seed_and_workers_and_tests_the_differences(
     assert "no common runs" in paired_table(pd.DataFrame(rows), "A", "C")
 
 
+def test_behind_rates_count_draws_where_the_variant_loses_significantly():
+    from benchmarks.ablation import behind_markdown, behind_rates
+
+    rows = []
+    # task t0: A is 0.1 worse than B on every seed (a draw of t0 alone: 6 pairs of one sign,
+    # exact p = 0.03); task t1: A is 0.1 better; task t2: A and B tie (no evidence either way)
+    for task, offset in (("t0", 0.1), ("t1", -0.1), ("t2", 0.0)):
+        for seed in range(6):
+            for method, value in (("A", 0.3 + offset + 0.001 * seed), ("B", 0.3 + 0.001 * seed)):
+                for point in (0.25, 0.5, 1.0):
+                    rows.append(dict(benchmark="lcbench-extra", task=task, method=method, seed=seed, n_workers=1,
+                                     budget_point=point, regret=value, trained_regret=0.5))
+    long = pd.DataFrame(rows)
+    # one task of the three, all six seeds: behind iff t0 drawn, level or ahead iff t1 or t2
+    one_task = behind_rates(long, "A", "B", {"LCBench": 1}, seeds_per_draw=6, draws=3000, random_seed=2)
+    anytime = one_task[one_task.regret == "anytime"].iloc[0]
+    assert (anytime["family"], anytime["tasks"], anytime["seeds"]) == ("LCBench", 1, 6)
+    assert 0.30 < anytime["behind@100%"] < 0.37 and 0.63 < anytime["level or ahead@100%"] < 0.70
+    # three seeds of t0 are too few pairs for p < 0.05 (the smallest two-sided p is 0.25)
+    few_seeds = behind_rates(long, "A", "B", {"LCBench": 1}, seeds_per_draw=3, draws=500, random_seed=2)
+    assert few_seeds[few_seeds.regret == "anytime"]["behind@50%"].iloc[0] == 0.0
+    trained = one_task[one_task.regret == "fully trained"].iloc[0]
+    assert trained["behind@25%"] == 0.0 and trained["level or ahead@25%"] == 1.0  # equal everywhere
+    assert "| LCBench | 1 | anytime | 1 x 6 |" in behind_markdown(one_task, "A", "B")
+    with pytest.raises(ValueError, match="seeds_per_draw=7 but LCBench with 1 workers has 6 seeds"):
+        behind_rates(long, "A", "B", {}, seeds_per_draw=7)
+    with pytest.raises(ValueError, match="draws must be >= 1, got 0"):
+        behind_rates(long, "A", "B", {}, seeds_per_draw=1, draws=0)
+
+
 def test_targets_compare_ours_with_the_better_reference_on_common_runs():
     from benchmarks.targets import target_table, to_markdown
 
