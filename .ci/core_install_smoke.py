@@ -4,9 +4,10 @@ pauses and resumes. Run by ``.ci/run`` in a fresh virtual environment."""
 
 import os
 import sys
-import tempfile
 
-os.environ.setdefault("SYNETUNE_FOLDER", tempfile.mkdtemp(prefix="core-smoke-"))
+# Syne Tune's experiment folder in the working folder: .ci/run runs this in its scratch folder,
+# which it removes on exit (a folder under /tmp would be left behind by every CI run)
+os.environ.setdefault("SYNETUNE_FOLDER", os.path.abspath("syne-tune-results"))
 
 from syne_tune import StoppingCriterion, Tuner  # noqa: E402
 from syne_tune.backend import PythonBackend  # noqa: E402
