@@ -37,16 +37,22 @@ POINTS = (0.25, 0.5, 1.0)
 KINDS = {"regret": "anytime", "trained_regret": "fully trained"}
 
 
-def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
-    """Markdown table of ``variant`` against ``reference`` on their common runs."""
+def common_runs(long: pd.DataFrame, variant: str, reference: str, keys: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows of ``variant`` and of ``reference`` on the ``keys`` both have (``family`` among
+    them: LCBench folders pooled), indexed by ``keys`` in the same order."""
     df = long.assign(family=long["benchmark"].map(FAMILIES).fillna(long["benchmark"]))
-    keys = ["family", "task", "seed", "n_workers", "budget_point"]
     a = df[df["method"] == variant].set_index(keys)
     b = df[df["method"] == reference].set_index(keys)
     common = a.index.intersection(b.index)
+    return a.loc[common], b.loc[common]
+
+
+def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
+    """Markdown table of ``variant`` against ``reference`` on their common runs."""
+    a, b = common_runs(long, variant, reference, ["family", "task", "seed", "n_workers", "budget_point"])
+    common = a.index
     if common.empty:
         return f"(no common runs of {variant} and {reference})\n"
-    a, b = a.loc[common], b.loc[common]
     lines = [
         f"**{variant}** vs **{reference}** (means over common task-seed pairs; p: Wilcoxon signed-rank)",
         "",
@@ -72,6 +78,42 @@ def paired_table(long: pd.DataFrame, variant: str, reference: str) -> str:
     lines.append("")
     lines.append(f"(each line: {variant} / {reference}; 25, 50 and 100 % of the budget from top to bottom)")
     return "\n".join(lines) + "\n"
+
+
+def check_draw_counts(seeds_per_draw: int, draws: int) -> None:
+    """Refuses a draw of no seed, or no draw, naming the argument."""
+    if seeds_per_draw < 1:
+        raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+
+
+def draw_task_seed_indices(
+    rng: np.random.RandomState, num_tasks: int, num_seeds: int, tasks_per_draw: int, seeds_per_draw: int, draws: int,
+    cell: str,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Indices of ``draws`` draws of tasks (with replacement) and seeds (without replacement;
+    the same seeds for every task of a draw, as a benchmark protocol runs them).
+
+    :param cell: Names the runs drawn from in the error when they have too few seeds
+    :return: Task indices ``(draws, tasks_per_draw)`` and seed indices ``(draws, seeds_per_draw)``
+    """
+    if seeds_per_draw > num_seeds:
+        raise ValueError(f"seeds_per_draw={seeds_per_draw} but {cell} has {num_seeds} seeds")
+    task_idx = rng.randint(num_tasks, size=(draws, tasks_per_draw))
+    seed_idx = rng.rand(draws, num_seeds).argsort(axis=1)[:, :seeds_per_draw]
+    return task_idx, seed_idx
+
+
+def parse_draw_tasks(items: list[str]) -> dict[str, int]:
+    """``--draw-tasks`` values ``FAMILY=N`` as ``{FAMILY: N}``; a bad one is refused by name."""
+    tasks_per_family = {}
+    for item in items:
+        family, _, count = item.partition("=")
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--draw-tasks takes FAMILY=N with N >= 1, got {item!r}")
+        tasks_per_family[family] = int(count)
+    return tasks_per_family
 
 
 def behind_rates(
@@ -101,26 +143,17 @@ def behind_rates(
         share of draws that are behind (``behind@25%`` ...) and of draws whose variant mean is
         at or below the reference's (``level or ahead@25%`` ...)
     """
-    if seeds_per_draw < 1:
-        raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
-    df = long.assign(family=long["benchmark"].map(FAMILIES).fillna(long["benchmark"]))
-    keys = ["family", "n_workers", "task", "seed", "budget_point"]
-    a = df[df["method"] == variant].set_index(keys)
-    b = df[df["method"] == reference].set_index(keys)
-    common = a.index.intersection(b.index)
-    a, b = a.loc[common], b.loc[common]
+    check_draw_counts(seeds_per_draw, draws)
+    a, b = common_runs(long, variant, reference, ["family", "n_workers", "task", "seed", "budget_point"])
+    common = a.index
     rng = np.random.RandomState(random_seed)
     rows = []
     for family, workers in sorted({(f, w) for f, w, *_ in common}):
         tasks = sorted({t for f, w, t, *_ in common if (f, w) == (family, workers)})
         seeds = sorted({s for f, w, _, s, _ in common if (f, w) == (family, workers)})
-        if seeds_per_draw > len(seeds):
-            raise ValueError(f"seeds_per_draw={seeds_per_draw} but {family} with {workers} workers has {len(seeds)} seeds")
         n = tasks_per_family.get(family, len(tasks))
-        task_draws = rng.randint(len(tasks), size=(draws, n))
-        seed_draws = rng.rand(draws, len(seeds)).argsort(axis=1)[:, :seeds_per_draw]
+        task_draws, seed_draws = draw_task_seed_indices(
+            rng, len(tasks), len(seeds), n, seeds_per_draw, draws, cell=f"{family} with {workers} workers")
         for column in KINDS:
             row = {"family": family, "workers": workers, "regret": KINDS[column], "tasks": n, "seeds": seeds_per_draw,
                    "draws": draws}
@@ -170,13 +203,11 @@ def main(argv=None) -> int:
                    help="tasks per draw of a family, e.g. LCBench=10 (default: the family's own number)")
     p.add_argument("--draw-seeds", type=int, default=3, help="seeds per draw (default 3)")
     args = p.parse_args(argv)
-    tasks_per_family = {}
-    for item in args.draw_tasks:
-        family, _, count = item.partition("=")
-        if not count.isdigit() or int(count) < 1:
-            print(f"--draw-tasks must be FAMILY=N with N >= 1, got {item!r}", file=sys.stderr)
-            return 2
-        tasks_per_family[family] = int(count)
+    try:
+        tasks_per_family = parse_draw_tasks(args.draw_tasks)
+    except ValueError as error:
+        print(error, file=sys.stderr)
+        return 2
     long = pd.read_csv(args.long_csv)
     for comparison in args.comparisons:
         if ":" not in comparison:

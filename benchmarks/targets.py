@@ -24,7 +24,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from benchmarks.ablation import FAMILIES, KINDS
+from benchmarks.ablation import FAMILIES, KINDS, check_draw_counts, draw_task_seed_indices, parse_draw_tasks
 
 OURS = ("DyHPO", "DeepPowerLaw")
 REFERENCES = ("ASHA", "BOHB")
@@ -90,20 +90,16 @@ def holding_rates(
     :return: One row per (family, workers, regret kind, method of ours), with ``holds@B``: the
         share of draws in which its mean regret is at or below the better reference's
     """
-    if seeds_per_draw < 1:
-        raise ValueError(f"seeds_per_draw must be >= 1, got {seeds_per_draw}")
-    if draws < 1:
-        raise ValueError(f"draws must be >= 1, got {draws}")
+    check_draw_counts(seeds_per_draw, draws)
     rng = np.random.RandomState(random_seed)
     rows = []
     for (fam, workers), (present, runs) in _common_runs(long).items():
         tasks = sorted(set(runs["task"]))
         seeds = sorted(set(runs["seed"]))
-        if seeds_per_draw > len(seeds):
-            raise ValueError(f"seeds_per_draw={seeds_per_draw} but {fam} with {workers} workers has {len(seeds)} seeds")
         n = tasks_per_family.get(fam, len(tasks))
-        task_idx = rng.randint(len(tasks), size=(draws, n))[:, :, None]
-        seed_idx = rng.rand(draws, len(seeds)).argsort(axis=1)[:, :seeds_per_draw][:, None, :]
+        task_idx, seed_idx = draw_task_seed_indices(
+            rng, len(tasks), len(seeds), n, seeds_per_draw, draws, cell=f"{fam} with {workers} workers")
+        task_idx, seed_idx = task_idx[:, :, None], seed_idx[:, None, :]  # broadcast to (draws, tasks, seeds)
 
         @functools.cache  # the references' means are shared by both of ours
         def draw_means(method: str, column: str, budget: float) -> np.ndarray:
@@ -176,12 +172,10 @@ def main() -> None:
         long = long[long["seed"].isin(args.seeds)]
     print(to_markdown(target_table(long)))
     if args.draws > 0:
-        tasks = {}
-        for item in args.draw_tasks:
-            family, _, number = item.partition("=")
-            if not number.isdigit() or int(number) < 1:
-                p.error(f"--draw-tasks takes FAMILY=N with N >= 1, got {item!r}")
-            tasks[family] = int(number)
+        try:
+            tasks = parse_draw_tasks(args.draw_tasks)
+        except ValueError as error:
+            p.error(str(error))
         print()
         print(holding_markdown(holding_rates(long, tasks, args.draw_seeds, args.draws)))
 
