@@ -140,7 +140,22 @@ def _measured(class_name: str, variant: str = "default", **options: Any) -> Meth
     became the default were measured so, and reproduce their runs with it (the two differ only
     where that normalisation collapses: on the development tasks, runs of the IRNN TaskSet task).
     DeepPowerLaw's also without BatchNorm, as they ran."""
-    return _ours(class_name, variant, **{"normalisation_scores": "epochs", **_no_batch_norm(class_name), **options})
+    return _leaders_after_9(
+        class_name, variant, **{"normalisation_scores": "epochs", **_no_batch_norm(class_name), **options}
+    )
+
+
+#: DyHPO's completion before its leader was chosen among 27 first epochs and committed to
+#: (``complete_incumbent_after=27``, ``complete_incumbent_share=0``, ``committed_completions=1``):
+#: two leaders with 4 workers, chosen once 9 configurations had reported; DeepPowerLaw's
+#: defaults. The variants measured before pin it (with one worker it decides alike unless the
+#: 27th first epoch comes after the wait of ``complete_incumbent_delay``)
+LEADERS_AFTER_9 = dict(complete_incumbent_after=9, complete_incumbent_share=0.5, committed_completions=0)
+
+
+def _leaders_after_9(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
+    """:func:`_ours` with the completion of :data:`LEADERS_AFTER_9`."""
+    return _ours(class_name, variant, **{**LEADERS_AFTER_9, **options})
 
 
 def _no_batch_norm(class_name: str) -> dict[str, Any]:
@@ -166,14 +181,14 @@ register_method("DeepPowerLaw-SH", _measured("DeepPowerLaw", "sh"))
 register_method("DyHPO-condition-running", _measured("DyHPO", condition_on_running=True))
 # today's defaults with the outcome normalisation fitted on each trial's best score
 # (``normalisation_scores``), always or when every score would make it degenerate
-register_method("DyHPO-per-trial", _ours("DyHPO", normalisation_scores="trials"))
-register_method("DeepPowerLaw-per-trial", _ours("DeepPowerLaw", normalisation_scores="trials", power_law_batch_norm=False))
+register_method("DyHPO-per-trial", _leaders_after_9("DyHPO", normalisation_scores="trials"))
+register_method("DeepPowerLaw-per-trial", _leaders_after_9("DeepPowerLaw", normalisation_scores="trials", power_law_batch_norm=False))
 # (the default since these runs: the same as DyHPO and DeepPowerLaw)
-register_method("DyHPO-per-trial-if-alike", _ours("DyHPO", normalisation_scores="trials_if_alike"))
-register_method("DeepPowerLaw-per-trial-if-alike", _ours("DeepPowerLaw", normalisation_scores="trials_if_alike", power_law_batch_norm=False))
+register_method("DyHPO-per-trial-if-alike", _leaders_after_9("DyHPO", normalisation_scores="trials_if_alike"))
+register_method("DeepPowerLaw-per-trial-if-alike", _leaders_after_9("DeepPowerLaw", normalisation_scores="trials_if_alike", power_law_batch_norm=False))
 # the defaults before: the normalisation fitted on every observed score
-register_method("DyHPO-every-score", _ours("DyHPO", normalisation_scores="epochs"))
-register_method("DeepPowerLaw-every-score", _ours("DeepPowerLaw", normalisation_scores="epochs", power_law_batch_norm=False))
+register_method("DyHPO-every-score", _leaders_after_9("DyHPO", normalisation_scores="epochs"))
+register_method("DeepPowerLaw-every-score", _leaders_after_9("DeepPowerLaw", normalisation_scores="epochs", power_law_batch_norm=False))
 # The variants below were measured before a completed trial past half of max_t was finished
 # (``commit_completion_after``; it changes decisions with several workers only): each pins
 # that, and DyHPO's pin the schedule they ran with, the misfit-triggered one (now
@@ -264,29 +279,45 @@ register_method("DeepPowerLaw-stall", _default_changed("DeepPowerLaw", "fit_sche
 
 # the members fitted with the L1 loss of the authors' code instead of the paper's squared
 # error (``PowerLawConfig(loss="l1")``): a median fit, less pulled by outlying points
-register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, loss="l1", batch_norm=False))
+register_method("DeepPowerLaw-l1", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, loss="l1", batch_norm=False))
 
 # BatchNorm in the members' hidden layers, as the paper's appendix has it (``PowerLawConfig``'s
 # ``batch_norm``; the default since these runs: the same as DeepPowerLaw), and without, as the
 # authors' code (the default before: the same as DeepPowerLaw-per-trial-if-alike)
-register_method("DeepPowerLaw-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=True))
-register_method("DeepPowerLaw-no-batch-norm", _ours("DeepPowerLaw", power_law_batch_norm=False))
+register_method("DeepPowerLaw-batch-norm", _leaders_after_9("DeepPowerLaw", power_law_batch_norm=True))
+register_method("DeepPowerLaw-no-batch-norm", _leaders_after_9("DeepPowerLaw", power_law_batch_norm=False))
 # where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
 # 25 and 50 %; benchmarks/RESULTS.md): today's defaults without the incumbent completion, and
 # with version 0.1's training caps (16 minibatch steps per refinement, fits from scratch uncapped)
 register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
 register_method(
     "DeepPowerLaw-bn-refine16",
-    _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None),
+    _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, max_refine_steps=16, max_fit_steps=None),
 )
 # version 0.1's refinement cap with today's cap on fits from scratch (a fit from scratch bounded
 # at 500 minibatch steps keeps the longest decision short)
 register_method(
-    "DeepPowerLaw-bn-r16f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16)
+    "DeepPowerLaw-bn-r16f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, max_refine_steps=16)
 )
 # halfway between today's refinement cap and version 0.1's: 8 minibatch steps per refinement
 register_method(
-    "DeepPowerLaw-bn-r8f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=8)
+    "DeepPowerLaw-bn-r8f500", _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, max_refine_steps=8)
+)
+
+# with several workers, the leaders chosen later: the completion waits for 27 first epochs (three
+# rungs of successive halving with reduction factor 3) instead of 9. With 4 workers the default
+# wait (``complete_incumbent_delay``) is 6 epochs, so 9 one-epoch results chose both leaders.
+# ``-one-leader-after27`` also completes one leader only and commits to the first it chooses:
+# DyHPO's default since these runs (the same as DyHPO); ``-leaders-after9`` the default before
+register_method("DyHPO-leaders-after9", _leaders_after_9("DyHPO"))
+register_method("DyHPO-after27", _leaders_after_9("DyHPO", complete_incumbent_after=27))
+register_method(
+    "DyHPO-one-leader-after27",
+    _ours("DyHPO", complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1),
+)
+register_method(
+    "DeepPowerLaw-one-leader-after27",
+    _ours("DeepPowerLaw", complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1),
 )
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
