@@ -53,6 +53,7 @@ def make(prefer, **kw):
     # the completion's tests count first epochs; the wait in observed epochs has its own
     kw.setdefault("complete_incumbent_delay", 0.0)
     kw.setdefault("commit_completion_after", None)  # it has its own test
+    kw.setdefault("committed_completions", 0)  # so has this
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
                                random_seed=0, **kw)
 
@@ -709,7 +710,7 @@ def test_second_leader_is_completed_until_a_configuration_is_trained_if_asked(un
     assert report(s, trials[3], 2, 0.28) == (D.PAUSE if until_trained else D.CONTINUE)
 
 
-def test_dyhpo_completes_leaders_until_trained_and_deep_power_law_for_the_whole_run():
+def test_dyhpo_completes_one_committed_leader_and_deep_power_law_leaders_for_the_whole_run():
     from syne_dyhpo import DeepPowerLaw
 
     space = {"x": uniform(0, 1)}
@@ -717,7 +718,16 @@ def test_dyhpo_completes_leaders_until_trained_and_deep_power_law_for_the_whole_
     dpl = DeepPowerLaw(space, metric="loss", max_t=5)
     assert dyhpo.metadata()["complete_leaders_until_trained"] is True
     assert dpl.metadata()["complete_leaders_until_trained"] is False
-    assert dyhpo.metadata()["complete_incumbent_share"] == dpl.metadata()["complete_incumbent_share"] == 0.5
+    # DyHPO completes one leader, chosen among 27 first epochs and committed to; DeepPowerLaw two
+    # with 4 workers, chosen among 9 (the scheduler's defaults)
+    assert {k: dyhpo.metadata()[k] for k in ("complete_incumbent_after", "complete_incumbent_share",
+                                             "committed_completions")} == {
+        "complete_incumbent_after": 27, "complete_incumbent_share": 0.0, "committed_completions": 1}
+    assert {k: dpl.metadata()[k] for k in ("complete_incumbent_after", "complete_incumbent_share",
+                                           "committed_completions")} == {
+        "complete_incumbent_after": 9, "complete_incumbent_share": 0.5, "committed_completions": 0}
+    assert [dyhpo._decider.num_leaders(workers) for workers in (1, 4, 8)] == [1, 1, 1]
+    assert [dpl._decider.num_leaders(workers) for workers in (1, 4, 8)] == [1, 2, 4]
     assert DyHPO(space, metric="loss", max_t=5, complete_leaders_until_trained=False).metadata()[
         "complete_leaders_until_trained"] is False
 

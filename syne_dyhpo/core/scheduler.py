@@ -128,7 +128,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         deploys). Measured in ``benchmarks/RESULTS.md``. Defaults to True; False is the papers
     :param complete_incumbent_after: the completion starts once this many configurations
         reported their first epoch, so that the leader leads among several. Defaults to 9
-        (two rungs of successive halving with reduction factor 3)
+        (two rungs of successive halving with reduction factor 3; :class:`~syne_dyhpo.DyHPO`:
+        27, where it chooses the first leader with several workers)
     :param complete_incumbent_delay: the completion also waits until
         ``complete_incumbent_delay * max_t / workers**2`` epochs were observed (workers: the
         most trials seen running at once). With one worker, completing a leader stops all
@@ -151,7 +152,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         the budget. The trials whose best scores rank in the top
         ``max(1, floor(share * workers))`` are all completed (workers: the most trials seen
         running at once). With one worker only the incumbent is completed, whatever the share
-        (with the default, also with two). Defaults to 0.5; 0 completes only the incumbent
+        (with the default, also with two). Defaults to 0.5 (:class:`~syne_dyhpo.DyHPO`: 0);
+        0 completes only the incumbent
     :param complete_leaders_until_trained: the share holds only until the first
         configuration is trained to ``max_t``; from then on only the incumbent is completed
         (more workers explore). Defaults to False (:class:`~syne_dyhpo.DyHPO`: True)
@@ -161,6 +163,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         trained model early: with 2 commitments and 4 workers, no development LCBench run was
         left without one at a quarter of the budget, but the first trained models were weaker
         and early exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
+        (:class:`~syne_dyhpo.DyHPO`: 1, its one leader chosen among 27 first epochs)
     :param commit_completion_after: a trial the completion has resumed is trained to ``max_t``
         even when overtaken once it has reached this fraction of ``max_t`` (what is half
         trained is finished). With one worker nothing overtakes the trial being completed, so
