@@ -311,14 +311,9 @@ register_method(
 # DyHPO's default since these runs (the same as DyHPO); ``-leaders-after9`` the default before
 register_method("DyHPO-leaders-after9", _leaders_after_9("DyHPO"))
 register_method("DyHPO-after27", _leaders_after_9("DyHPO", complete_incumbent_after=27))
-register_method(
-    "DyHPO-one-leader-after27",
-    _ours("DyHPO", complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1),
-)
-register_method(
-    "DeepPowerLaw-one-leader-after27",
-    _ours("DeepPowerLaw", complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1),
-)
+ONE_LEADER_AFTER_27 = dict(complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1)
+register_method("DyHPO-one-leader-after27", _ours("DyHPO", **ONE_LEADER_AFTER_27))
+register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
