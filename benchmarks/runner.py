@@ -319,6 +319,11 @@ register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_L
 # DeepPowerLaw falls behind version 0.1 on LCBench with one worker, the gap opens after the
 # completion starts (benchmarks/RESULTS.md)
 register_method("DeepPowerLaw-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0))
+# DeepPowerLaw's completion choosing at most one / two trials over the run
+# (``complete_incumbent_limit``): with one worker, every configuration that takes the lead is
+# otherwise completed; with the limit, DeepPowerLaw's own acquisition (EI at max_t) decides after
+register_method("DeepPowerLaw-limit1", _ours("DeepPowerLaw", complete_incumbent_limit=1))
+register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_limit=2))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

@@ -651,6 +651,36 @@ def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed
     assert s.metadata()["committed_completions"] == committed
 
 
+@pytest.mark.parametrize("limit", [None, 1, 2])
+def test_the_completion_chooses_at_most_complete_incumbent_limit_trials(limit):
+    # one worker; the policy always prefers new configurations: only the completion resumes
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True, complete_incumbent_after=3,
+             complete_incumbent_limit=limit)
+    trials = _report_first_epochs(s, [0.5, 0.2, 0.9])  # t1 leads
+    assert s.suggest().checkpoint_trial_id == 1  # the first choice
+    assert report(s, trials[1], 2, 0.2) == D.CONTINUE
+    assert report(s, trials[1], 3, 0.2) == D.STOP  # trained to max_t
+    s.on_trial_remove(trials[1])
+    t3 = start(s, 3)
+    # t3 takes the lead at its first epoch: the second choice goes on, unless the limit of
+    # one was reached (the policy decides: it prefers new configurations)
+    assert report(s, t3, 1, 0.1) == (D.PAUSE if limit == 1 else D.CONTINUE)
+    assert s.metadata()["complete_incumbent_limit"] == limit
+    assert s._decider.chosen == (frozenset({1}) if limit == 1 else frozenset({1, 3}) if limit else frozenset())
+
+
+def test_the_completion_limit_is_checked_and_pickles_without_it_have_none():
+    assert make(lambda tid, c: 0.0).metadata()["complete_incumbent_limit"] is None
+    for value in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="complete_incumbent_limit must be an integer >= 1 or None"):
+            make(lambda tid, c: 0.0, complete_incumbent_limit=value)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True, complete_incumbent_after=3)
+    for name in ("complete_incumbent_limit", "chosen"):  # a scheduler pickled before the option
+        del s._decider.__dict__[name]
+    _report_first_epochs(s, [0.5, 0.2, 0.9])
+    assert s.suggest().checkpoint_trial_id == 1 and s.metadata()["complete_incumbent_limit"] is None
+
+
 @pytest.mark.parametrize("max_t, after, goes_on", [(4, 0.5, True), (6, 0.5, False), (4, None, False), (4, 1.0, False)])
 def test_a_completed_trial_past_commit_completion_after_goes_on_to_max_t_when_overtaken(max_t, after, goes_on):
     # one leader; the policy always prefers new configurations: only the completion resumes

@@ -82,6 +82,9 @@ class DecisionMaker:
         of the leaders
     :param commit_completion_after: a trial the completion has resumed and that has reached
         this fraction of ``max_t`` is completed to ``max_t`` even when overtaken (None: never)
+    :param complete_incumbent_limit: most trials the completion chooses over the run (None: no
+        limit); once reached, only the trials it chose before are completed (while they lead,
+        unless committed)
     """
 
     # schedulers pickled before these options existed load with the behaviour they had
@@ -93,6 +96,8 @@ class DecisionMaker:
     committed_completions = 0
     committed: tuple[int, ...] = ()
     commit_completion_after: float | None = None
+    complete_incumbent_limit: int | None = None
+    chosen: frozenset[int] = frozenset()
     completing: frozenset[int] = frozenset()
     num_completions = 0
     new_config_values: np.ndarray | None = None
@@ -115,6 +120,7 @@ class DecisionMaker:
         complete_incumbent_delay: float = 0.0,
         committed_completions: int = 0,
         commit_completion_after: float | None = None,
+        complete_incumbent_limit: int | None = None,
     ):
         self.policy = policy
         self.observations = observations
@@ -134,6 +140,9 @@ class DecisionMaker:
         #: trials chosen by the completion while commitments were left, in order
         self.committed: tuple[int, ...] = ()
         self.commit_completion_after = commit_completion_after
+        self.complete_incumbent_limit = complete_incumbent_limit
+        #: every trial the completion has resumed (with ``complete_incumbent_limit``)
+        self.chosen: frozenset[int] = frozenset()
         #: trials the completion has resumed (with ``commit_completion_after``)
         self.completing: frozenset[int] = frozenset()
         self.num_completions = 0
@@ -249,7 +258,8 @@ class DecisionMaker:
         several, not the first configurations tried) and ``complete_incumbent_delay * max_t /
         num_workers**2`` epochs were observed (see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). With one leader, the trial
-        holding the best score seen so far."""
+        holding the best score seen so far. Once ``complete_incumbent_limit`` trials were
+        chosen, only those."""
         max_t = self.observations.max_t
         commit_epoch = math.inf if self.commit_completion_after is None else self.commit_completion_after * max_t
         committed = [
@@ -266,11 +276,16 @@ class DecisionMaker:
         threshold = self.observations.leader_threshold(self.num_leaders(num_workers))
         if not np.isfinite(threshold):
             return None
+        limit_reached = self.complete_incumbent_limit is not None and len(self.chosen) >= self.complete_incumbent_limit
         champion, champion_best = None, -np.inf
         for record in records:
             best = self.observations.best_of(record)
             if best >= threshold and best > champion_best and record.last_epoch < max_t:
+                if limit_reached and record.trial_id not in self.chosen:
+                    continue
                 champion, champion_best = record, best
+        if champion is not None and self.complete_incumbent_limit is not None:
+            self.chosen = self.chosen | {champion.trial_id}
         if champion is not None and len(self.committed) < self.committed_completions:
             self.committed = (*self.committed, champion.trial_id)
         if champion is not None and self.commit_completion_after is not None:

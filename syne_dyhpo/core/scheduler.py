@@ -164,6 +164,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         left without one at a quarter of the budget, but the first trained models were weaker
         and early exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
         (:class:`~syne_dyhpo.DyHPO`: 1, its one leader chosen among 27 first epochs)
+    :param complete_incumbent_limit: the completion chooses at most this many trials over the
+        run (each counted the first time it resumes one); once that many were chosen and
+        reached ``max_t`` (or stopped), only the acquisition decides. A cheaper completion:
+        with one worker, every configuration that takes the lead is otherwise completed, each
+        holding the only worker for up to ``max_t`` epochs. None (default): no limit
     :param commit_completion_after: a trial the completion has resumed is trained to ``max_t``
         even when overtaken once it has reached this fraction of ``max_t`` (what is half
         trained is finished). With one worker nothing overtakes the trial being completed, so
@@ -199,6 +204,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         complete_leaders_until_trained: bool = False,
         committed_completions: int = 0,
         commit_completion_after: float | None = 0.5,
+        complete_incumbent_limit: int | None = None,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
         random_seed = checked_integer(
@@ -231,6 +237,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         )
         complete_leaders_until_trained = checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
         committed_completions = checked_integer("committed_completions", committed_completions, 0)
+        complete_incumbent_limit = checked_integer("complete_incumbent_limit", complete_incumbent_limit, 1, allow_none=True)
         if commit_completion_after is not None:
             # the smallest positive float as the lower bound: (0, 1]
             commit_completion_after = checked_number(
@@ -279,6 +286,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             complete_incumbent_delay=complete_incumbent_delay,
             committed_completions=committed_completions,
             commit_completion_after=commit_completion_after,
+            complete_incumbent_limit=complete_incumbent_limit,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -395,6 +403,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "complete_leaders_until_trained": self._decider.complete_leaders_until_trained,
             "committed_completions": self._decider.committed_completions,
             "commit_completion_after": self._decider.commit_completion_after,
+            "complete_incumbent_limit": self._decider.complete_incumbent_limit,
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
