@@ -324,6 +324,14 @@ register_method("DeepPowerLaw-delay4", _ours("DeepPowerLaw", complete_incumbent_
 # otherwise completed; with the limit, DeepPowerLaw's own acquisition (EI at max_t) decides after
 register_method("DeepPowerLaw-limit1", _ours("DeepPowerLaw", complete_incumbent_limit=1))
 register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_limit=2))
+register_method("DyHPO-limit2", _ours("DyHPO", complete_incumbent_limit=2))
+# today's completion with version 0.1's ensemble training (no BatchNorm, 16 minibatch steps per
+# refinement, fits from scratch uncapped): the limits above leave DeepPowerLaw's breadth (trials
+# started) where it was, so this separates the surrogate's share of the gap to version 0.1
+register_method(
+    "DeepPowerLaw-v0.1-surrogate",
+    _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None, batch_norm=False),
+)
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
