@@ -101,8 +101,10 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
     (:data:`SEGMENT_END_ATTR`); ``variant``: "default", "paper" (the papers' decisions and the
     authors' surrogate training: slow) or "sh" (successive-halving promotions mixed in with
     probability 0.25, as Syne Tune's former DyHPO); ``options``: further scheduler arguments,
-    and ``power_law_batch_norm`` (DeepPowerLaw): the ``batch_norm`` of its ``surrogate_config``
-    (given or default)."""
+    ``power_law_base`` (DeepPowerLaw): fields of its default ``surrogate_config`` replaced when
+    none is given (:data:`BN_FOUR_STEPS`: the ensemble training the variants measured before
+    version 0.1's came back ran with), and ``power_law_batch_norm`` (DeepPowerLaw): the
+    ``batch_norm`` of its ``surrogate_config`` (given or default)."""
 
     def factory(d, cs, configs, seed):
         import syne_dyhpo
@@ -110,6 +112,7 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
 
         kwargs = dict(options)
         batch_norm = kwargs.pop("power_law_batch_norm", None)
+        power_law_base = kwargs.pop("power_law_base", None)
         if kwargs.get("fit_schedule") == "misfit":  # resolved here: the grid imports lazily
             kwargs["fit_schedule"] = dyhpo.MISFIT_FIT_SCHEDULE
         if variant == "paper":
@@ -122,6 +125,8 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
             kwargs["complete_incumbent"] = False
         elif variant == "sh":
             kwargs["sh_probability"] = 0.25
+        if class_name == "DeepPowerLaw" and power_law_base and "surrogate_config" not in kwargs:
+            kwargs["surrogate_config"] = replace(deep_power_law.DEFAULT_POWER_LAW_CONFIG, **power_law_base)
         if batch_norm is not None:
             config = kwargs.get("surrogate_config") or deep_power_law.DEFAULT_POWER_LAW_CONFIG
             kwargs["surrogate_config"] = replace(config, batch_norm=batch_norm)
@@ -132,6 +137,12 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
         )
 
     return factory
+
+
+#: DeepPowerLaw's ensemble training before version 0.1's came back (``surrogate_config``
+#: fields: the paper's BatchNorm, 4 minibatch steps per refinement, fits from scratch capped at
+#: 500): every DeepPowerLaw variant measured before pins it (``power_law_base``)
+BN_FOUR_STEPS = dict(batch_norm=True, max_refine_steps=4, max_fit_steps=500, refine_steps_shrink_after=None)
 
 
 def _measured(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
@@ -154,8 +165,9 @@ LEADERS_AFTER_9 = dict(complete_incumbent_after=9, complete_incumbent_share=0.5,
 
 
 def _leaders_after_9(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
-    """:func:`_ours` with the completion of :data:`LEADERS_AFTER_9`."""
-    return _ours(class_name, variant, **{**LEADERS_AFTER_9, **options})
+    """:func:`_ours` with the completion of :data:`LEADERS_AFTER_9` (and DeepPowerLaw's
+    ensemble training of :data:`BN_FOUR_STEPS`)."""
+    return _ours(class_name, variant, **{**LEADERS_AFTER_9, "power_law_base": BN_FOUR_STEPS, **options})
 
 
 def _no_batch_norm(class_name: str) -> dict[str, Any]:
@@ -236,6 +248,9 @@ def _default_changed(
     variants; :func:`default_changed`); ``pinned``: :func:`_measured` (the normalisation the
     variants registered before ``"trials_if_alike"`` ran with) or :func:`_ours` (today's)."""
 
+    if class_name == "DeepPowerLaw" and argument == "surrogate_config" and pinned is not _ours:
+        changes = {**BN_FOUR_STEPS, **changes}  # measured before version 0.1's training came back
+
     def factory(d, cs, configs, seed):
         return pinned(class_name, **{argument: default_changed(class_name, argument, **changes)})(d, cs, configs, seed)
 
@@ -289,7 +304,7 @@ register_method("DeepPowerLaw-no-batch-norm", _leaders_after_9("DeepPowerLaw", p
 # where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
 # 25 and 50 %; benchmarks/RESULTS.md): today's defaults without the incumbent completion, and
 # with version 0.1's training caps (16 minibatch steps per refinement, fits from scratch uncapped)
-register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False))
+register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False, power_law_base=BN_FOUR_STEPS))
 register_method(
     "DeepPowerLaw-bn-refine16",
     _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, max_refine_steps=16, max_fit_steps=None),
@@ -313,25 +328,31 @@ register_method("DyHPO-leaders-after9", _leaders_after_9("DyHPO"))
 register_method("DyHPO-after27", _leaders_after_9("DyHPO", complete_incumbent_after=27))
 ONE_LEADER_AFTER_27 = dict(complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1)
 register_method("DyHPO-one-leader-after27", _ours("DyHPO", **ONE_LEADER_AFTER_27))
-register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27))
+register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27, power_law_base=BN_FOUR_STEPS))
 # DeepPowerLaw's completion waiting twice as long (``complete_incumbent_delay=4``: with one worker
 # 4 x max_t = 200 observed epochs, a fifth of the development budget, instead of 100): where
 # DeepPowerLaw falls behind version 0.1 on LCBench with one worker, the gap opens after the
 # completion starts (benchmarks/RESULTS.md)
-register_method("DeepPowerLaw-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0))
+register_method("DeepPowerLaw-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0, power_law_base=BN_FOUR_STEPS))
 # DeepPowerLaw's completion choosing at most one / two trials over the run
 # (``complete_incumbent_limit``): with one worker, every configuration that takes the lead is
 # otherwise completed; with the limit, DeepPowerLaw's own acquisition (EI at max_t) decides after
-register_method("DeepPowerLaw-limit1", _ours("DeepPowerLaw", complete_incumbent_limit=1))
-register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_limit=2))
+register_method("DeepPowerLaw-limit1", _ours("DeepPowerLaw", complete_incumbent_limit=1, power_law_base=BN_FOUR_STEPS))
+register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_limit=2, power_law_base=BN_FOUR_STEPS))
 register_method("DyHPO-limit2", _ours("DyHPO", complete_incumbent_limit=2))
 # today's completion with version 0.1's ensemble training (no BatchNorm, 16 minibatch steps per
 # refinement, fits from scratch uncapped): the limits above leave DeepPowerLaw's breadth (trials
 # started) where it was, so this separates the surrogate's share of the gap to version 0.1
 register_method(
     "DeepPowerLaw-v0.1-surrogate",
-    _default_changed("DeepPowerLaw", "surrogate_config", pinned=_ours, max_refine_steps=16, max_fit_steps=None, batch_norm=False),
+    _default_changed(
+        "DeepPowerLaw", "surrogate_config", pinned=_ours,
+        max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=False,
+    ),
 )
+# DeepPowerLaw's default before version 0.1's ensemble training came back (BatchNorm, 4 steps
+# per refinement, fits from scratch capped at 500: ``BN_FOUR_STEPS``)
+register_method("DeepPowerLaw-bn-four-steps", _ours("DeepPowerLaw", power_law_base=BN_FOUR_STEPS))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)
