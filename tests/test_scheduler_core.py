@@ -781,15 +781,20 @@ def test_normalisation_scores_reach_the_policy_and_old_pickles_fit_on_every_scor
     assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "trials_if_alike"
 
 
-def test_deep_power_law_has_the_papers_batch_norm_and_old_pickles_keep_their_nets():
+def test_deep_power_law_trains_as_version_0_1_the_paper_config_has_batch_norm_and_old_pickles_keep_their_nets():
     import dill
 
     from syne_dyhpo import DeepPowerLaw, PowerLawConfig
 
     space = {"x": uniform(0, 1), "y": uniform(0, 1)}
     default = DeepPowerLaw(space, metric="loss", max_t=5)
-    assert default.policy.surrogate.config.batch_norm is True
-    assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is True
+    # version 0.1's ensemble training up to 1000 observations (no BatchNorm, 16 steps per
+    # refinement, 250 epochs from scratch), bounded beyond; the paper's config has BatchNorm
+    assert default.policy.surrogate.config == PowerLawConfig(
+        max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
+    )
+    assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is False
+    assert PowerLawConfig().batch_norm is True
     s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
                      surrogate_config=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2))
     trials = drive_one_worker(s, steps=12)

@@ -56,12 +56,19 @@ def paper_fit_schedule() -> FitSchedule:
 #: after stalls as in the authors' code (:func:`paper_fit_schedule`).
 DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
 
-#: Default settings of DPL's ensemble: the paper's, except that a refinement runs at most 4
-#: minibatch steps (the paper's 20 epochs are 320 steps at 1000 observations, 80x the cost;
-#: until version 0.1.0 the default was 16) and a fit from scratch at most 500 (the paper's 250
-#: epochs are 4000 steps at 1000 observations). A step of the 5 x 128 x 128 ensemble is about
-#: 30 MFLOP, so the steps are most of a decision's cost: docs/speed.md measures the trade-off.
-DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(max_refine_steps=4, max_fit_steps=500)
+#: Default settings of DPL's ensemble: the paper's network without its appendix's BatchNorm (as
+#: the authors' code), and capped training. A refinement runs at most 16 minibatch steps (the
+#: paper's 20 epochs are 320 steps at 1000 observations), fewer beyond 2000 observations
+#: (``refine_steps_shrink_after``), and a fit from scratch at most 4000 (the paper's 250 epochs up
+#: to 1024 observations). A step of the 5 x 128 x 128 ensemble is about 30 MFLOP, so the steps
+#: are most of a decision's cost (docs/speed.md). This is version 0.1's ensemble training up to
+#: 1000 observations, where it decides alike; with BatchNorm and 4 steps per refinement (the
+#: default before, ``benchmarks/runner.py``'s ``BN_FOUR_STEPS``) DeepPowerLaw started fewer
+#: configurations and was behind version 0.1 on LCBench (``benchmarks/RESULTS.md``, "DeepPowerLaw
+#: with version 0.1's ensemble training").
+DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(
+    max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
+)
 
 
 class DeepPowerLaw(FreezeThawScheduler):

@@ -6,7 +6,7 @@ differ by their initial weights and minibatch order; mean and standard deviation
 members are the posterior. Nets are MLP d -> 128 -> 128 -> 3 with LeakyReLU; beta and gamma go
 through a sigmoid (the paper; the authors' code uses SiLU), so every predicted curve improves
 monotonically with the budget. BatchNorm in the hidden layers, as in the paper's appendix (the
-authors' code has none: :class:`PowerLawConfig` ``batch_norm=False``).
+authors' code has none: :class:`PowerLawConfig` ``batch_norm=False``, DeepPowerLaw's default).
 Trained with Adam (lr 1e-3, batch 64) on all observed (config, epoch, value) points: 250
 epochs from scratch, 20 epochs per warm-started refinement.
 
@@ -58,19 +58,19 @@ class PowerLawConfig:
         cost stays about flat as the data grows: the steps are a constant cost per decision,
         while predicting the candidates costs more with more data (``docs/speed.md``). Each new
         observation is also a smaller share of the data the warm start was trained on. With
-        ``max_refine_steps=16`` and 2000, DeepPowerLaw's decisions stay within issue 12's
-        latency targets (``benchmarks/RESULTS.md``, "Where DeepPowerLaw loses to version 0.1
-        on LCBench": 16 steps were level with 4 on LCBench with one worker on one machine of
-        two, ahead on the other, and behind on TaskSet at the end of the budget with one worker,
-        so the default keeps 4 at any size). None: the cap holds at any size. Defaults to None
+        ``max_refine_steps=16`` and 2000 (DeepPowerLaw's default), its decisions stay within
+        issue 12's latency targets (``docs/speed.md``). None: the cap holds at any size.
+        Defaults to None
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
-        statistics. Defaults to True; False is the authors' code, and what pickles written
-        before this option existed load with. Against False on the development tasks
-        (``benchmarks/RESULTS.md``, "DeepPowerLaw with the paper's BatchNorm"): TaskSet regret
-        at the end of the budget about halved; LCBench level there, behind at half the budget
-        with one worker
+        statistics. Defaults to True (the paper); False is the authors' code, DeepPowerLaw's
+        default, and what pickles written before this option existed load with. With 4 steps
+        per refinement, against False on the development tasks (``benchmarks/RESULTS.md``,
+        "DeepPowerLaw with the paper's BatchNorm"): TaskSet regret at the end of the budget
+        about halved; LCBench level there, behind at half the budget with one worker. With
+        16 steps and no BatchNorm, DeepPowerLaw started more configurations and was level with
+        version 0.1 on LCBench ("DeepPowerLaw with version 0.1's ensemble training")
     """
 
     num_members: int = 5

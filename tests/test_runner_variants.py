@@ -1,0 +1,40 @@
+"""The benchmark runner's variants keep the settings they were measured with when a default
+changes (each pins the defaults of its time: ``benchmarks/runner.py``)."""
+
+from types import SimpleNamespace
+
+import pytest
+from syne_tune.config_space import uniform
+
+from benchmarks.runner import BN_FOUR_STEPS, METHODS
+
+TODAY = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000)
+VERSION_0_1 = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None)
+
+
+def _surrogate_config(method: str) -> dict:
+    definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=50)
+    scheduler = METHODS[method](definition, {"x": uniform(0, 1)}, None, 0)
+    return scheduler.metadata()["policy"]["surrogate_config"]
+
+
+@pytest.mark.parametrize(
+    "method, expected",
+    [
+        ("DeepPowerLaw", TODAY),
+        ("DeepPowerLaw-bn-four-steps", BN_FOUR_STEPS),  # the default before
+        ("DeepPowerLaw-batch-norm", BN_FOUR_STEPS),
+        ("DeepPowerLaw-no-batch-norm", {**BN_FOUR_STEPS, "batch_norm": False}),
+        ("DeepPowerLaw-SH", {**BN_FOUR_STEPS, "batch_norm": False}),
+        ("DeepPowerLaw-limit1", BN_FOUR_STEPS),
+        ("DeepPowerLaw-one-leader-after27", BN_FOUR_STEPS),
+        ("DeepPowerLaw-bn-r16f500", {**BN_FOUR_STEPS, "max_refine_steps": 16}),
+        ("DeepPowerLaw-l1", {**BN_FOUR_STEPS, "batch_norm": False, "loss": "l1"}),
+        ("DeepPowerLaw-h64", {**BN_FOUR_STEPS, "batch_norm": False, "hidden": 64}),
+        ("DeepPowerLaw-v0.1", VERSION_0_1),
+        ("DeepPowerLaw-v0.1-surrogate", VERSION_0_1),
+    ],
+)
+def test_deep_power_law_variants_train_their_ensemble_as_when_they_were_measured(method, expected):
+    config = _surrogate_config(method)
+    assert {key: config[key] for key in expected} == expected
