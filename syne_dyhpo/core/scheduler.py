@@ -165,8 +165,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         and early exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
         (:class:`~syne_dyhpo.DyHPO`: 1, its one leader chosen among 27 first epochs)
     :param complete_incumbent_limit: the completion chooses at most this many trials over the
-        run (each counted the first time it resumes one); once that many were chosen and
-        reached ``max_t`` (or stopped), only the acquisition decides. A cheaper completion:
+        run (each counted the first time the completion resumes it); once that many were
+        chosen, it completes only those (while they lead, unless committed) and otherwise the
+        acquisition decides. A cheaper completion:
         with one worker, every configuration that takes the lead is otherwise completed, each
         holding the only worker for up to ``max_t`` epochs. None (default): no limit
     :param commit_completion_after: a trial the completion has resumed is trained to ``max_t``

@@ -62,7 +62,7 @@ DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
 #: (``refine_steps_shrink_after``), and a fit from scratch at most 4000 (the paper's 250 epochs up
 #: to 1024 observations). A step of the 5 x 128 x 128 ensemble is about 30 MFLOP, so the steps
 #: are most of a decision's cost (docs/speed.md). This is version 0.1's ensemble training up to
-#: 1000 observations, where it decides alike; with BatchNorm and 4 steps per refinement (the
+#: 1024 observations, where it decides alike; with BatchNorm and 4 steps per refinement (the
 #: default before, ``benchmarks/runner.py``'s ``BN_FOUR_STEPS``) DeepPowerLaw started fewer
 #: configurations and was behind version 0.1 on LCBench (``benchmarks/RESULTS.md``, "DeepPowerLaw
 #: with version 0.1's ensemble training").
