@@ -250,9 +250,11 @@ def test_decision_paths_count_every_decision_of_a_run_once(tiny_folder, tmp_path
     with counting_decisions(near=0.0, within=math.inf) as counts:
         summary = run_one(spec, tmp_path)
     assert decision.DecisionMaker.decide is decide  # restored
-    assert counts["start"] == summary["n_trials"]
     # one worker: every decision is one epoch run, and the run may end before the last one
+    # (which may be a start)
     assert summary["n_epochs_simulated"] <= sum(counts.values()) <= summary["n_epochs_simulated"] + 1
+    last_not_run = sum(counts.values()) - summary["n_epochs_simulated"]
+    assert summary["n_trials"] <= counts["start"] <= summary["n_trials"] + last_not_run
     assert not any("elsewhere" in key for key in counts)  # everything is within inf of 0
     resumes = sum(n for key, n in counts.items() if key.startswith("resume"))
     assert resumes == sum(counts.values()) - counts["start"] > 0
