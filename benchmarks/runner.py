@@ -354,6 +354,19 @@ register_method(
 # DeepPowerLaw's default before version 0.1's ensemble training came back (BatchNorm, 4 steps
 # per refinement, fits from scratch capped at 500: ``BN_FOUR_STEPS``)
 register_method("DeepPowerLaw-bn-four-steps", _ours("DeepPowerLaw", power_law_base=BN_FOUR_STEPS))
+# DyHPO's completion rule (one leader chosen among 27 first epochs, committed) with DeepPowerLaw's
+# ensemble training of version 0.1 (its default since "DeepPowerLaw with version 0.1's ensemble
+# training"): with 4 workers DeepPowerLaw's two leaders chosen among 9 are what is left of its
+# gap to version 0.1
+def _one_leader_no_bn_r16(d, cs, configs, seed):
+    ensemble = default_changed(
+        "DeepPowerLaw", "surrogate_config",
+        max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False,
+    )
+    return _ours("DeepPowerLaw", surrogate_config=ensemble, **ONE_LEADER_AFTER_27)(d, cs, configs, seed)
+
+
+register_method("DeepPowerLaw-one-leader-after27-no-bn-r16", _one_leader_no_bn_r16)
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

@@ -33,6 +33,7 @@ def _surrogate_config(method: str) -> dict:
         ("DeepPowerLaw-h64", {**BN_FOUR_STEPS, "batch_norm": False, "hidden": 64}),
         ("DeepPowerLaw-v0.1", VERSION_0_1),
         ("DeepPowerLaw-v0.1-surrogate", VERSION_0_1),
+        ("DeepPowerLaw-one-leader-after27-no-bn-r16", TODAY),
     ],
 )
 def test_deep_power_law_variants_train_their_ensemble_as_when_they_were_measured(method, expected):
