@@ -242,14 +242,21 @@ register_method("DeepPowerLaw-delay8", _earlier("DeepPowerLaw", complete_incumbe
 
 
 def _default_changed(
-    class_name: str, argument: str, pinned: Callable[..., MethodFactory] = _measured, **changes: Any
+    class_name: str,
+    argument: str,
+    pinned: Callable[..., MethodFactory] = _measured,
+    power_law_base: dict[str, Any] | None = BN_FOUR_STEPS,
+    **changes: Any,
 ) -> MethodFactory:
     """``class_name`` with the default ``argument`` changed by ``changes`` (speed and schedule
     variants; :func:`default_changed`); ``pinned``: :func:`_measured` (the normalisation the
-    variants registered before ``"trials_if_alike"`` ran with) or :func:`_ours` (today's)."""
+    variants registered before ``"trials_if_alike"`` ran with) or :func:`_ours` (today's);
+    ``power_law_base``: DeepPowerLaw's ``surrogate_config`` fields the changes apply on top of
+    (default :data:`BN_FOUR_STEPS`, as the variants measured before version 0.1's training came
+    back; None: today's default)."""
 
-    if class_name == "DeepPowerLaw" and argument == "surrogate_config" and pinned is not _ours:
-        changes = {**BN_FOUR_STEPS, **changes}  # measured before version 0.1's training came back
+    if class_name == "DeepPowerLaw" and argument == "surrogate_config" and power_law_base:
+        changes = {**power_law_base, **changes}
 
     def factory(d, cs, configs, seed):
         return pinned(class_name, **{argument: default_changed(class_name, argument, **changes)})(d, cs, configs, seed)
@@ -347,7 +354,7 @@ register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_
 register_method(
     "DeepPowerLaw-v0.1-surrogate",
     _default_changed(
-        "DeepPowerLaw", "surrogate_config", pinned=_ours,
+        "DeepPowerLaw", "surrogate_config", pinned=_ours, power_law_base=None,
         max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=False,
     ),
 )
@@ -358,15 +365,11 @@ register_method("DeepPowerLaw-bn-four-steps", _ours("DeepPowerLaw", power_law_ba
 # ensemble training of version 0.1 (its default since "DeepPowerLaw with version 0.1's ensemble
 # training"): with 4 workers DeepPowerLaw's two leaders chosen among 9 are what is left of its
 # gap to version 0.1
-def _one_leader_no_bn_r16(d, cs, configs, seed):
-    ensemble = default_changed(
-        "DeepPowerLaw", "surrogate_config",
-        max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False,
-    )
-    return _ours("DeepPowerLaw", surrogate_config=ensemble, **ONE_LEADER_AFTER_27)(d, cs, configs, seed)
-
-
-register_method("DeepPowerLaw-one-leader-after27-no-bn-r16", _one_leader_no_bn_r16)
+NO_BN_SIXTEEN_STEPS = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000)
+register_method(
+    "DeepPowerLaw-one-leader-after27-no-bn-r16",
+    _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27, power_law_base=NO_BN_SIXTEEN_STEPS),
+)
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

@@ -129,6 +129,7 @@ class DyHPO(FreezeThawScheduler):
         first leader: among 9 one-epoch results it was often a weak configuration, which then
         held a worker for up to ``max_t`` epochs. With one worker the wait in epochs comes
         later in almost every run (116 of 120 LCBench development runs decided alike) and decides
+        when the completion starts
     :param complete_incumbent_share: see
         :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to 0 (the
         scheduler's: 0.5), the incumbent alone
