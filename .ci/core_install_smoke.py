@@ -42,8 +42,10 @@ def main() -> int:
     for method in (DyHPO, DeepPowerLaw):
         scheduler = method(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=MAX_T,
                            random_seed=0, max_resource_attr="max_epoch")
+        # 48 evaluations: DyHPO's completion starts once 27 configurations have reported, so in
+        # 24 its resumes came from the acquisition alone and a run could have none
         tuner = Tuner(trial_backend=PythonBackend(tune_function=curve, config_space=space), scheduler=scheduler,
-                      stop_criterion=StoppingCriterion(max_num_evaluations=24), n_workers=2, sleep_time=0.2,
+                      stop_criterion=StoppingCriterion(max_num_evaluations=48), n_workers=2, sleep_time=0.2,
                       save_tuner=False)
         tuner.run()
         obs = scheduler.observations
