@@ -157,16 +157,18 @@ def _measured(class_name: str, variant: str = "default", **options: Any) -> Meth
 
 
 #: DyHPO's completion before its leader was chosen among 27 first epochs and committed to
-#: (``complete_incumbent_after=27``, ``complete_incumbent_share=0``, ``committed_completions=1``):
-#: two leaders with 4 workers, chosen once 9 configurations had reported; DeepPowerLaw's
-#: defaults. The variants measured before pin it (with one worker it decides alike unless the
-#: 27th first epoch comes after the wait of ``complete_incumbent_delay``)
+#: (``complete_incumbent_after=27``, ``complete_incumbent_share=0``,
+#: ``committed_completions=1``): two leaders with 4 workers, chosen once 9 configurations had
+#: reported; DeepPowerLaw's defaults. The variants measured before pin it (with one worker it
+#: decides alike unless the 27th first epoch comes after the wait of
+#: ``complete_incumbent_delay``)
 LEADERS_AFTER_9 = dict(complete_incumbent_after=9, complete_incumbent_share=0.5, committed_completions=0)
 
 
 def _leaders_after_9(class_name: str, variant: str = "default", **options: Any) -> MethodFactory:
     """:func:`_ours` with the completion of :data:`LEADERS_AFTER_9` (and DeepPowerLaw's
-    ensemble training of :data:`BN_FOUR_STEPS`)."""
+    ensemble training of :data:`BN_FOUR_STEPS` unless ``power_law_base`` is given: None for
+    today's)."""
     return _ours(class_name, variant, **{**LEADERS_AFTER_9, "power_law_base": BN_FOUR_STEPS, **options})
 
 
@@ -311,7 +313,7 @@ register_method("DeepPowerLaw-no-batch-norm", _leaders_after_9("DeepPowerLaw", p
 # where today's DeepPowerLaw loses to version 0.1's on LCBench with one worker (anytime regret at
 # 25 and 50 %; benchmarks/RESULTS.md): today's defaults without the incumbent completion, and
 # with version 0.1's training caps (16 minibatch steps per refinement, fits from scratch uncapped)
-register_method("DeepPowerLaw-bn-no-completion", _ours("DeepPowerLaw", complete_incumbent=False, power_law_base=BN_FOUR_STEPS))
+register_method("DeepPowerLaw-bn-no-completion", _leaders_after_9("DeepPowerLaw", complete_incumbent=False))
 register_method(
     "DeepPowerLaw-bn-refine16",
     _default_changed("DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, max_refine_steps=16, max_fit_steps=None),
@@ -340,27 +342,28 @@ register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_L
 # 4 x max_t = 200 observed epochs, a fifth of the development budget, instead of 100): where
 # DeepPowerLaw falls behind version 0.1 on LCBench with one worker, the gap opens after the
 # completion starts (benchmarks/RESULTS.md)
-register_method("DeepPowerLaw-delay4", _ours("DeepPowerLaw", complete_incumbent_delay=4.0, power_law_base=BN_FOUR_STEPS))
+register_method("DeepPowerLaw-delay4", _leaders_after_9("DeepPowerLaw", complete_incumbent_delay=4.0))
 # DeepPowerLaw's completion choosing at most one / two trials over the run
 # (``complete_incumbent_limit``): with one worker, every configuration that takes the lead is
 # otherwise completed; with the limit, DeepPowerLaw's own acquisition (EI at max_t) decides after
-register_method("DeepPowerLaw-limit1", _ours("DeepPowerLaw", complete_incumbent_limit=1, power_law_base=BN_FOUR_STEPS))
-register_method("DeepPowerLaw-limit2", _ours("DeepPowerLaw", complete_incumbent_limit=2, power_law_base=BN_FOUR_STEPS))
-# today's completion with version 0.1's ensemble training (no BatchNorm, 16 minibatch steps per
-# refinement, fits from scratch uncapped): the limits above leave DeepPowerLaw's breadth (trials
-# started) where it was, so this separates the surrogate's share of the gap to version 0.1.
-# DeepPowerLaw's default since these runs; today's DeepPowerLaw decides alike up to 1024
-# observations (its caps bind beyond), so on the development grid it reproduces these runs
+register_method("DeepPowerLaw-limit1", _leaders_after_9("DeepPowerLaw", complete_incumbent_limit=1))
+register_method("DeepPowerLaw-limit2", _leaders_after_9("DeepPowerLaw", complete_incumbent_limit=2))
+# the completion (two leaders chosen among 9) with version 0.1's ensemble training (no BatchNorm,
+# 16 minibatch steps per refinement, fits from scratch uncapped): the limits above leave
+# DeepPowerLaw's breadth (trials started) where it was, so this separates the surrogate's share
+# of the gap to version 0.1.
+# DeepPowerLaw's ensemble training since these runs (its caps bind beyond 1024 observations only,
+# so today's DeepPowerLaw reproduces these runs on the development grid)
 register_method(
     "DeepPowerLaw-v0.1-surrogate",
     _default_changed(
-        "DeepPowerLaw", "surrogate_config", pinned=_ours, power_law_base=None,
+        "DeepPowerLaw", "surrogate_config", pinned=_leaders_after_9, power_law_base=None,
         max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=False,
     ),
 )
 # DeepPowerLaw's default before version 0.1's ensemble training came back (BatchNorm, 4 steps
 # per refinement, fits from scratch capped at 500: ``BN_FOUR_STEPS``)
-register_method("DeepPowerLaw-bn-four-steps", _ours("DeepPowerLaw", power_law_base=BN_FOUR_STEPS))
+register_method("DeepPowerLaw-bn-four-steps", _leaders_after_9("DeepPowerLaw"))
 # DyHPO's completion rule (one leader chosen among 27 first epochs, committed) with DeepPowerLaw's
 # ensemble training of version 0.1 (its default since "DeepPowerLaw with version 0.1's ensemble
 # training"): with 4 workers DeepPowerLaw's two leaders chosen among 9 are what is left of its
@@ -369,6 +372,27 @@ NO_BN_SIXTEEN_STEPS = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=
 register_method(
     "DeepPowerLaw-one-leader-after27-no-bn-r16",
     _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27, power_law_base=NO_BN_SIXTEEN_STEPS),
+)
+# with 4 workers, DeepPowerLaw's 27th first epoch came after 82 observed epochs (median over the
+# LCBench runs of the variant above), too late to train the leader by a quarter of the budget;
+# its 18th came after 28, its 9th after 9. One leader chosen among 18 first epochs, committed to
+# (``-committed``: ``committed_completions=1``) or completed while it leads (past half of max_t
+# ``commit_completion_after`` commits it). With one worker the wait of 2 x max_t observed epochs
+# comes after the 18th first epoch: only the commitment can change decisions there
+ONE_LEADER_AFTER_18 = dict(complete_incumbent_after=18, complete_incumbent_share=0.0)
+register_method("DeepPowerLaw-one-leader-after18", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_18, committed_completions=0))
+register_method(
+    "DeepPowerLaw-one-leader-after18-committed", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_18, committed_completions=1)
+)
+# the committed leader chosen earlier, among 12 / 15 first epochs: the committed one among 18 left
+# 7 % of the LCBench runs with 4 workers without a trained configuration at 25 % of the budget
+register_method(
+    "DeepPowerLaw-one-leader-after12-committed",
+    _ours("DeepPowerLaw", complete_incumbent_after=12, complete_incumbent_share=0.0, committed_completions=1),
+)
+register_method(
+    "DeepPowerLaw-one-leader-after15-committed",
+    _ours("DeepPowerLaw", complete_incumbent_after=15, complete_incumbent_share=0.0, committed_completions=1),
 )
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 from syne_tune.config_space import uniform
 
-from benchmarks.runner import BN_FOUR_STEPS, METHODS
+from benchmarks.runner import BN_FOUR_STEPS, LEADERS_AFTER_9, METHODS
 
 TODAY = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000)
 VERSION_0_1 = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None)
@@ -39,3 +39,27 @@ def _surrogate_config(method: str) -> dict:
 def test_deep_power_law_variants_train_their_ensemble_as_when_they_were_measured(method, expected):
     config = _surrogate_config(method)
     assert {key: config[key] for key in expected} == expected
+
+
+ONE_LEADER_AFTER_15 = dict(complete_incumbent_after=15, complete_incumbent_share=0.0, committed_completions=1)
+
+
+@pytest.mark.parametrize(
+    "method, expected",
+    [
+        ("DeepPowerLaw", LEADERS_AFTER_9),
+        ("DeepPowerLaw-one-leader-after15-committed", ONE_LEADER_AFTER_15),
+        ("DeepPowerLaw-v0.1-surrogate", LEADERS_AFTER_9),
+        ("DeepPowerLaw-bn-four-steps", LEADERS_AFTER_9),
+        ("DeepPowerLaw-delay4", LEADERS_AFTER_9),
+        ("DeepPowerLaw-limit2", LEADERS_AFTER_9),
+        ("DeepPowerLaw-one-leader-after18", dict(complete_incumbent_after=18, complete_incumbent_share=0.0,
+                                                 committed_completions=0)),
+        ("DyHPO", dict(complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1)),
+        ("DyHPO-leaders-after9", LEADERS_AFTER_9),
+    ],
+)
+def test_variants_complete_incumbents_as_when_they_were_measured(method, expected):
+    definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=50)
+    metadata = METHODS[method](definition, {"x": uniform(0, 1)}, None, 0).metadata()
+    assert {key: metadata[key] for key in expected} == expected
