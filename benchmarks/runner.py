@@ -335,7 +335,14 @@ register_method(
 # DyHPO's default since these runs (the same as DyHPO); ``-leaders-after9`` the default before
 register_method("DyHPO-leaders-after9", _leaders_after_9("DyHPO"))
 register_method("DyHPO-after27", _leaders_after_9("DyHPO", complete_incumbent_after=27))
-ONE_LEADER_AFTER_27 = dict(complete_incumbent_after=27, complete_incumbent_share=0.0, committed_completions=1)
+def _one_leader(after: int, committed: int = 1) -> dict[str, Any]:
+    """The completion of one leader (``complete_incumbent_share=0``), chosen once ``after``
+    configurations have reported their first epoch; the first ``committed`` it chooses are
+    trained to max_t even when overtaken."""
+    return dict(complete_incumbent_after=after, complete_incumbent_share=0.0, committed_completions=committed)
+
+
+ONE_LEADER_AFTER_27 = _one_leader(27)
 register_method("DyHPO-one-leader-after27", _ours("DyHPO", **ONE_LEADER_AFTER_27))
 register_method("DeepPowerLaw-one-leader-after27", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_27, power_law_base=BN_FOUR_STEPS))
 # DeepPowerLaw's completion waiting twice as long (``complete_incumbent_delay=4``: with one worker
@@ -379,21 +386,11 @@ register_method(
 # (``-committed``: ``committed_completions=1``) or completed while it leads (past half of max_t
 # ``commit_completion_after`` commits it). With one worker the wait of 2 x max_t observed epochs
 # comes after the 18th first epoch: only the commitment can change decisions there
-ONE_LEADER_AFTER_18 = dict(complete_incumbent_after=18, complete_incumbent_share=0.0)
-register_method("DeepPowerLaw-one-leader-after18", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_18, committed_completions=0))
-register_method(
-    "DeepPowerLaw-one-leader-after18-committed", _ours("DeepPowerLaw", **ONE_LEADER_AFTER_18, committed_completions=1)
-)
-# the committed leader chosen earlier, among 12 / 15 first epochs: the committed one among 18 left
-# 7 % of the LCBench runs with 4 workers without a trained configuration at 25 % of the budget
-register_method(
-    "DeepPowerLaw-one-leader-after12-committed",
-    _ours("DeepPowerLaw", complete_incumbent_after=12, complete_incumbent_share=0.0, committed_completions=1),
-)
-register_method(
-    "DeepPowerLaw-one-leader-after15-committed",
-    _ours("DeepPowerLaw", complete_incumbent_after=15, complete_incumbent_share=0.0, committed_completions=1),
-)
+register_method("DeepPowerLaw-one-leader-after18", _ours("DeepPowerLaw", **_one_leader(18, committed=0)))
+# and the committed leader chosen earlier, among 12 / 15 first epochs: the committed one among 18
+# left 7 % of the LCBench runs with 4 workers without a trained configuration at 25 % of the budget
+for _after in (12, 15, 18):
+    register_method(f"DeepPowerLaw-one-leader-after{_after}-committed", _ours("DeepPowerLaw", **_one_leader(_after)))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

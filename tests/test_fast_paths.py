@@ -334,7 +334,9 @@ def test_power_law_step_caps():
 
 
 @pytest.mark.parametrize("n, fit_steps, refine_steps", [(640, 2500, 16), (1000, 4000, 16), (1100, 4000, 16), (4000, 4000, 8)])
-def test_deep_power_laws_default_caps_train_as_version_0_1_up_to_1024_observations(n, fit_steps, refine_steps):
+def test_deep_power_laws_default_caps_train_as_version_0_1_up_to_1024_observations(
+    n, fit_steps, refine_steps, monkeypatch
+):
     # version 0.1 had no cap on fits from scratch (250 epochs of ceil(n / 64) minibatches) and
     # 16 steps per refinement: the default's caps bind only beyond 1024 and 2000 observations
     import syne_dyhpo.surrogates.power_law as pl
@@ -342,16 +344,12 @@ def test_deep_power_laws_default_caps_train_as_version_0_1_up_to_1024_observatio
 
     data = power_law_data(n=n)
     counted = []
-    original = pl.train_step
-    try:
-        pl.train_step = lambda *a: counted.append(1)  # count, do not train
-        ens = PowerLawEnsemble(DEFAULT_POWER_LAW_CONFIG)
-        ens.fit(data, from_scratch=True, seed=0)
-        assert len(counted) == fit_steps == min(250 * -(-n // 64), 4000)
-        ens.fit(data, from_scratch=False, seed=0)
-        assert len(counted) - fit_steps == refine_steps
-    finally:
-        pl.train_step = original
+    monkeypatch.setattr(pl, "train_step", lambda *a: counted.append(1))  # count, do not train
+    ens = PowerLawEnsemble(DEFAULT_POWER_LAW_CONFIG)
+    ens.fit(data, from_scratch=True, seed=0)
+    assert len(counted) == fit_steps == min(250 * -(-n // 64), 4000)
+    ens.fit(data, from_scratch=False, seed=0)
+    assert len(counted) - fit_steps == refine_steps
 
 
 def test_refinement_cap_shrinks_as_the_inverse_of_the_data_beyond_its_size():

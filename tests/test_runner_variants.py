@@ -12,10 +12,9 @@ TODAY = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=4000, refine_s
 VERSION_0_1 = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=None, refine_steps_shrink_after=None)
 
 
-def _surrogate_config(method: str) -> dict:
+def _metadata(method: str) -> dict:
     definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=50)
-    scheduler = METHODS[method](definition, {"x": uniform(0, 1)}, None, 0)
-    return scheduler.metadata()["policy"]["surrogate_config"]
+    return METHODS[method](definition, {"x": uniform(0, 1)}, None, 0).metadata()
 
 
 @pytest.mark.parametrize(
@@ -37,7 +36,7 @@ def _surrogate_config(method: str) -> dict:
     ],
 )
 def test_deep_power_law_variants_train_their_ensemble_as_when_they_were_measured(method, expected):
-    config = _surrogate_config(method)
+    config = _metadata(method)["policy"]["surrogate_config"]
     assert {key: config[key] for key in expected} == expected
 
 
@@ -60,6 +59,5 @@ ONE_LEADER_AFTER_15 = dict(complete_incumbent_after=15, complete_incumbent_share
     ],
 )
 def test_variants_complete_incumbents_as_when_they_were_measured(method, expected):
-    definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=50)
-    metadata = METHODS[method](definition, {"x": uniform(0, 1)}, None, 0).metadata()
+    metadata = _metadata(method)
     assert {key: metadata[key] for key in expected} == expected
