@@ -61,3 +61,12 @@ ONE_LEADER_AFTER_15 = dict(complete_incumbent_after=15, complete_incumbent_share
 def test_variants_complete_incumbents_as_when_they_were_measured(method, expected):
     metadata = _metadata(method)
     assert {key: metadata[key] for key in expected} == expected
+
+
+@pytest.mark.parametrize("class_name", ["DyHPO", "DeepPowerLaw"])
+def test_default_no_completion_differs_from_the_default_in_the_completion_alone(class_name):
+    changed = {"complete_incumbent": False}
+    default, variant = _metadata(class_name), _metadata(f"{class_name}-default-no-completion")
+    assert {key: variant[key] for key in changed} == changed
+    assert {key: default[key] for key in changed} != changed
+    assert {k: v for k, v in variant.items() if k not in changed} == {k: v for k, v in default.items() if k not in changed}
