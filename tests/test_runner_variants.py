@@ -63,10 +63,16 @@ def test_variants_complete_incumbents_as_when_they_were_measured(method, expecte
     assert {key: metadata[key] for key in expected} == expected
 
 
-@pytest.mark.parametrize("class_name", ["DyHPO", "DeepPowerLaw"])
-def test_default_no_completion_differs_from_the_default_in_the_completion_alone(class_name):
-    changed = {"complete_incumbent": False}
-    default, variant = _metadata(class_name), _metadata(f"{class_name}-default-no-completion")
+@pytest.mark.parametrize(
+    "method, class_name, changed",
+    [
+        ("DyHPO-default-no-completion", "DyHPO", {"complete_incumbent": False}),
+        ("DeepPowerLaw-default-no-completion", "DeepPowerLaw", {"complete_incumbent": False}),
+        ("DyHPO-default-limit2", "DyHPO", {"complete_incumbent_limit": 2}),
+    ],
+)
+def test_default_variants_differ_from_the_default_in_one_setting(method, class_name, changed):
+    default, variant = _metadata(class_name), _metadata(method)
     assert {key: variant[key] for key in changed} == changed
     assert {key: default[key] for key in changed} != changed
     assert {k: v for k, v in variant.items() if k not in changed} == {k: v for k, v in default.items() if k not in changed}
