@@ -8,11 +8,11 @@ task-seed runs (``run_benchmarks.py`` results). Three figures, for each budget p
 - **epochs on trained trials**: of each run's first ``at`` epochs, how many went to trials
   trained to ``max_t`` by then (mean per run);
 - **shifted comparison**: the variant's anytime regret after ``at - k`` epochs against the
-  reference's after ``at``
-  (Wilcoxon signed-rank over the pairs, ``benchmarks.report.signed_rank_test``): how many epochs
-  of the variant's exploration a run can give up before it is behind the reference beyond seed
-  noise. With the variant = a method that explores as the reference does, this bounds what any
-  rule that spends ``k`` epochs on something worth nothing in anytime regret would cost.
+  reference's after ``at`` (Wilcoxon signed-rank over the pairs,
+  ``benchmarks.report.signed_rank_test``): how many epochs of the variant's exploration a run
+  can give up before it is behind the reference beyond seed noise. With the variant = a method
+  that explores as the reference does, this bounds what any rule that spends ``k`` epochs on
+  something worth nothing in anytime regret would cost.
 
 ::
 
