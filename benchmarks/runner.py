@@ -404,6 +404,14 @@ register_method("DeepPowerLaw-default-no-completion", _ours("DeepPowerLaw", comp
 # within seed noise (benchmarks/RESULTS.md, "With 4 workers the gap to version 0.1 is the
 # completion's")
 register_method("DyHPO-default-limit2", _ours("DyHPO", complete_incumbent_limit=2))
+# today's DyHPO with its leader chosen once 54 configurations reported a first epoch (instead
+# of 27): with 4 workers about 125 epochs into the run, too late for a trained model by 250
+# epochs in most runs, early enough by 500; ``-limit1`` also completes that leader only
+# (``complete_incumbent_limit=1``). benchmarks/leader_bound.py estimated both level with
+# version 0.1 at 50 and 100 % of a 1000-epoch budget in both regrets' first-target cells
+# (benchmarks/RESULTS.md, "Which leader would make the completion free")
+register_method("DyHPO-default-after54", _ours("DyHPO", complete_incumbent_after=54))
+register_method("DyHPO-default-after54-limit1", _ours("DyHPO", complete_incumbent_after=54, complete_incumbent_limit=1))
 
 # two epochs per decision instead of one (``budget_step``; the papers: 1): half the decisions
 # per epoch of budget; measured 0.57x (DPL) and 0.70x (DyHPO) the CPU, worse (docs/speed.md)

@@ -69,9 +69,11 @@ def test_variants_complete_incumbents_as_when_they_were_measured(method, expecte
         ("DyHPO-default-no-completion", "DyHPO", {"complete_incumbent": False}),
         ("DeepPowerLaw-default-no-completion", "DeepPowerLaw", {"complete_incumbent": False}),
         ("DyHPO-default-limit2", "DyHPO", {"complete_incumbent_limit": 2}),
+        ("DyHPO-default-after54", "DyHPO", {"complete_incumbent_after": 54}),
+        ("DyHPO-default-after54-limit1", "DyHPO", {"complete_incumbent_after": 54, "complete_incumbent_limit": 1}),
     ],
 )
-def test_default_variants_differ_from_the_default_in_one_setting(method, class_name, changed):
+def test_default_variants_differ_from_the_default_only_in_the_settings_they_name(method, class_name, changed):
     default, variant = _metadata(class_name), _metadata(method)
     assert {key: variant[key] for key in changed} == changed
     assert {key: default[key] for key in changed} != changed
