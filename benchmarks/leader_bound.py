@@ -86,7 +86,8 @@ def load_table(source: str, task: str) -> Table:
 
 
 def table_rows(results: pd.DataFrame, hyperparameters: pd.DataFrame) -> dict[int, int]:
-    """The table row of every trial of a run, matched on its ``config_*`` columns.
+    """The table row of every trial of a run, matched on its ``config_*`` columns: numerical
+    values up to the rounding of a CSV file, others exactly.
 
     :raises ValueError: a trial whose configuration is not a row of the table
     """
@@ -94,14 +95,18 @@ def table_rows(results: pd.DataFrame, hyperparameters: pd.DataFrame) -> dict[int
     missing = [f"config_{c}" for c in columns if f"config_{c}" not in results]
     if missing:
         raise ValueError(f"results lack the configuration columns {missing}")
-    table = hyperparameters[columns].to_numpy(dtype=float)
+    numerical = [c for c in columns if pd.api.types.is_numeric_dtype(hyperparameters[c])]
+    table = hyperparameters[numerical].to_numpy(dtype=float)
     scale = np.abs(table).max(axis=0) + 1e-12
     rows = {}
     for trial_id, trial in results.groupby("trial_id", sort=False):
-        config = trial[[f"config_{c}" for c in columns]].iloc[0].to_numpy(dtype=float)
-        distance = np.abs((table - config) / scale).sum(axis=1)
+        config = trial[[f"config_{c}" for c in columns]].iloc[0]
+        distance = np.abs((table - config[[f"config_{c}" for c in numerical]].to_numpy(dtype=float)) / scale).sum(axis=1)
+        for c in columns:
+            if c not in numerical:
+                distance = np.where(hyperparameters[c].astype(str).to_numpy() == str(config[f"config_{c}"]), distance, np.inf)
         row = int(np.argmin(distance))
-        if distance[row] > 1e-6 * len(columns):
+        if not distance[row] <= 1e-6 * len(columns):
             raise ValueError(f"trial {trial_id}: configuration {dict(zip(columns, config))} is not a row of the table")
         rows[int(trial_id)] = row
     return rows
@@ -117,12 +122,9 @@ def candidates_when(results: pd.DataFrame, metric: str, do_minimize: bool, after
     firsts = np.flatnonzero(results["epoch"].to_numpy() == 1)
     if len(firsts) < after:
         return None
-    seen = results.iloc[: firsts[after - 1] + 1]
-    values = seen[metric] if not do_minimize else -seen[metric]
-    candidates = pd.DataFrame({"best": values.groupby(seen["trial_id"]).max(), "done": seen.groupby("trial_id")["epoch"].max()})
-    if do_minimize:
-        candidates["best"] = -candidates["best"]
-    return len(seen), candidates
+    seen = results.iloc[: firsts[after - 1] + 1].groupby("trial_id")
+    best = seen[metric].min() if do_minimize else seen[metric].max()
+    return int(firsts[after - 1]) + 1, pd.DataFrame({"best": best, "done": seen["epoch"].max()})
 
 
 def surrogate_means_at_max_t(method: str, table: Table, seed: int, seen: pd.DataFrame, rows: dict[int, int]) -> pd.Series:
@@ -131,21 +133,23 @@ def surrogate_means_at_max_t(method: str, table: Table, seed: int, seen: pd.Data
     from benchmarks.runner import METHODS
     from syne_dyhpo.core.candidates import make_candidates
     from syne_dyhpo.core.observations import Observations
+    from syne_dyhpo.search_space import ConfigEncoder
 
     if method not in METHODS:
         raise KeyError(f"Unknown method {method} in rule {PREDICTED}{method}; known: {sorted(METHODS)}")
     d = table.definition
     scheduler = METHODS[method](d, table.config_space, table.configs, seed)
+    encoder = ConfigEncoder(table.config_space)  # the scheduler's encoding of the table's space
     observations = Observations(d.max_t, d.do_minimize)
     records = {}
     for trial_id, epoch, value in seen[["trial_id", "epoch", d.metric]].itertuples(index=False):
         if trial_id not in records:
             config = table.configs[rows[trial_id]]
-            records[trial_id] = observations.add_trial(trial_id, config, scheduler._encoder.encode(config))
+            records[trial_id] = observations.add_trial(trial_id, config, encoder.encode(config))
         observations.add_result(trial_id, int(epoch), float(value))
     model = scheduler.policy.fit(observations, seed=seed)
     ids = sorted(records)
-    candidates = make_candidates([records[i] for i in ids], [], np.zeros((0, scheduler._encoder.dim)), observations, lambda r: d.max_t)
+    candidates = make_candidates([records[i] for i in ids], [], np.zeros((0, encoder.dim)), observations, lambda r: d.max_t)
     mean, _ = model.predict(candidates, np.full(len(ids), d.max_t))
     return pd.Series(np.asarray(mean, dtype=float), index=ids)
 

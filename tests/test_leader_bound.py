@@ -60,6 +60,12 @@ def test_trials_are_matched_to_table_rows_and_a_foreign_configuration_is_an_erro
         table_rows(results, pd.DataFrame({"x": X}))
     with pytest.raises(ValueError, match="config_y"):
         table_rows(results, pd.DataFrame({"x": X, "y": X}))
+    # a categorical hyperparameter must match exactly
+    ops = pd.DataFrame({"x": [0.1, 0.1], "op": ["conv", "skip"]})
+    runs = pd.DataFrame({"trial_id": [0, 1, 2], "config_x": [0.1, 0.1, 0.1], "config_op": ["skip", "conv", "pool"]})
+    with pytest.raises(ValueError, match="trial 2"):
+        table_rows(runs, ops)
+    assert table_rows(runs.iloc[:2], ops) == {0: 1, 1: 0}
 
 
 def test_candidates_are_the_trials_seen_when_the_after_th_first_epoch_came():
