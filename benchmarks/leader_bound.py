@@ -154,6 +154,24 @@ def surrogate_means_at_max_t(method: str, table: Table, seed: int, seen: pd.Data
     return pd.Series(np.asarray(mean, dtype=float), index=ids)
 
 
+def parse_rule(rule: str) -> tuple[str, int | str | None]:
+    """``(kind, argument)`` of a rule: ``("best-so-far", None)``, ``("rank", K)`` or
+    ``("predicted", METHOD)``.
+
+    :raises ValueError: not one of the module docstring's rules
+    """
+    if rule == "best-so-far":
+        return "best-so-far", None
+    if rule.startswith("rank-"):
+        rank = int(rule[len("rank-"):])
+        if rank < 1:
+            raise ValueError(f"rule {rule}: ranks start at 1")
+        return "rank", rank
+    if rule.startswith(PREDICTED):
+        return "predicted", rule[len(PREDICTED):]
+    raise ValueError(f"Unknown rule {rule!r}: best-so-far, rank-K or {PREDICTED}METHOD")
+
+
 def choose_leader(rule: str, candidates: pd.DataFrame, final: pd.Series, do_minimize: bool, predict: Callable[[str], pd.Series]) -> int:
     """The trial id ``rule`` picks (see the module docstring).
 
@@ -161,24 +179,21 @@ def choose_leader(rule: str, candidates: pd.DataFrame, final: pd.Series, do_mini
     :param final: value at ``max_t`` (table) of each candidate
     :param predict: method name -> the surrogate's means at ``max_t`` of the candidates
     """
+    kind, argument = parse_rule(rule)
     sign = -1.0 if do_minimize else 1.0
-    if rule == "best-so-far":
+    if kind == "best-so-far":
         return int((sign * candidates["best"]).idxmax())
-    if rule.startswith("rank-"):
-        rank = int(rule[len("rank-"):])
-        if rank < 1:
-            raise ValueError(f"rule {rule}: ranks start at 1")
+    if kind == "rank":
         order = (sign * final).sort_values(ascending=False, kind="stable")
-        return int(order.index[min(rank, len(order)) - 1])
-    if rule.startswith(PREDICTED):
-        return int(predict(rule[len(PREDICTED):]).idxmax())
-    raise ValueError(f"Unknown rule {rule!r}: best-so-far, rank-K or {PREDICTED}METHOD")
+        return int(order.index[min(argument, len(order)) - 1])
+    return int(predict(argument).idxmax())
 
 
 def estimate(
     run: RunRecord,
     results: pd.DataFrame,
     table: Table,
+    rows: dict[int, int],
     after: int,
     rules: Sequence[str],
     budget_points: Sequence[int],
@@ -186,16 +201,16 @@ def estimate(
     """The module docstring's estimates for one explorer run: one row per rule, with the
     leader's regret at ``max_t`` (``leader_final``) and its rank there among the candidates
     (``leader_rank``, 1: the best; ``candidates`` of them), when it was chosen (``chosen``,
-    epochs), and per
-    budget point ``B`` the estimated ``anytime@B`` and ``trained@B`` and whether the leader
-    reached ``max_t`` by then (``finished@B``). Empty if fewer than ``after`` configurations
-    reported a first epoch."""
+    epochs), and per budget point ``B`` the estimated ``anytime@B`` and ``trained@B`` and
+    whether the leader reached ``max_t`` by then (``finished@B``). Empty if fewer than
+    ``after`` configurations reported a first epoch.
+
+    :param rows: the table row of every trial (:func:`table_rows`)"""
     d = table.definition
     found = candidates_when(results, d.metric, d.do_minimize, after)
     if found is None:
         return []
     chosen, candidates = found
-    rows = table_rows(results, table.hyperparameters)
     curves = table.curves[:, int(run.summary["seed"]) % table.curves.shape[1], :]
     best_of = np.nanmin if d.do_minimize else np.nanmax
     final = pd.Series({t: curves[rows[t], d.max_t - 1] for t in candidates.index})
@@ -282,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if any(x < 1 for x in a.after):
         raise SystemExit(f"--after must be at least 1, got {a.after}")
     for rule in a.rules:  # fail before hours of replay, not after
-        choose_leader(rule, pd.DataFrame({"best": [0.0], "done": [1]}, index=[0]), pd.Series([0.0]), False, lambda m: pd.Series([0.0]))
+        parse_rule(rule)
     runs = [r for r in load_runs(a.results_dir) if a.workers is None or r.summary["n_workers"] == a.workers]
     by_method: dict[str, dict[tuple, RunRecord]] = {}
     for run in runs:
@@ -297,8 +312,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         if key not in tables:
             tables[key] = load_table(*key)
         results = pd.read_csv(_run_folder(Path(a.results_dir), run) / RESULTS_FILE)
+        trial_rows = table_rows(results, tables[key].hyperparameters)
         for after in a.after:
-            rows += estimate(run, results, tables[key], after, a.rules, a.at)
+            rows += estimate(run, results, tables[key], trial_rows, after, a.rules, a.at)
     estimates = pd.DataFrame(rows)
     if a.csv:
         estimates.to_csv(a.csv, index=False)

@@ -407,9 +407,9 @@ register_method("DyHPO-default-limit2", _ours("DyHPO", complete_incumbent_limit=
 # today's DyHPO with its leader chosen once 54 configurations reported a first epoch (instead
 # of 27): with 4 workers about 125 epochs into the run, too late for a trained model by 250
 # epochs in most runs, early enough by 500; ``-limit1`` also completes that leader only
-# (``complete_incumbent_limit=1``). benchmarks/leader_bound.py estimated both level with
-# version 0.1 at 50 and 100 % of a 1000-epoch budget in both regrets' first-target cells
-# (benchmarks/RESULTS.md, "Which leader would make the completion free")
+# (``complete_incumbent_limit=1``). With 4 workers on LCBench the first was level with version
+# 0.1 at 50 and 100 % and behind at 25 %, with 22 % of runs untrained at 25 %; the second was
+# behind at all three (benchmarks/RESULTS.md, "Which leader would make the completion free")
 register_method("DyHPO-default-after54", _ours("DyHPO", complete_incumbent_after=54))
 register_method("DyHPO-default-after54-limit1", _ours("DyHPO", complete_incumbent_after=54, complete_incumbent_limit=1))
 

@@ -30,6 +30,8 @@ CURVES = np.array([[0.5, 0.6, 0.7], [0.6, 0.6, 0.6], [0.4, 0.8, 0.9], [0.3, 0.3,
 BOUNDS = dict(best_any=0.9, worst=0.3)
 # the explorer: first epochs of rows 0, 1, 2, 3, then second epochs of rows 1 and 0
 ORDER = [(0, 1), (1, 1), (2, 1), (3, 1), (1, 2), (0, 2)]
+# trial i is table row i
+ROWS = {i: i for i in range(len(X))}
 
 
 def _table() -> Table:
@@ -102,7 +104,7 @@ def test_rules_pick_the_best_seen_or_a_final_rank():
 
 def test_estimates_take_the_leaders_epochs_from_exploration():
     run, results = _explorer()
-    rows = {r["rule"]: r for r in estimate(run, results, _table(), after=3, rules=["best-so-far", "rank-1", "rank-2"], budget_points=[4, 6])}
+    rows = {r["rule"]: r for r in estimate(run, results, _table(), ROWS, after=3, rules=["best-so-far", "rank-1", "rank-2"], budget_points=[4, 6])}
     # chosen after 3 epochs; the best seen is row 1 (flat at 0.6), the best final row 2 (0.9)
     assert rows["best-so-far"]["leader_final"] == pytest.approx(0.5)
     assert rows["rank-1"]["leader_final"] == pytest.approx(0.0)
@@ -123,10 +125,10 @@ def test_estimates_take_the_leaders_epochs_from_exploration():
 
 def test_with_more_workers_the_leader_gets_one_epoch_in_every_workers():
     run, results = _explorer(n_workers=2)
-    (oracle,) = estimate(run, results, _table(), after=3, rules=["rank-1"], budget_points=[6])
+    (oracle,) = estimate(run, results, _table(), ROWS, after=3, rules=["rank-1"], budget_points=[6])
     # (6 - 3) // 2 = one epoch of the leader: it reaches epoch 2 (0.8), not max_t
     assert oracle["anytime@6"] == pytest.approx(1 / 6) and not oracle["finished@6"]
-    assert estimate(run, results, _table(), after=5, rules=["rank-1"], budget_points=[6]) == []
+    assert estimate(run, results, _table(), ROWS, after=5, rules=["rank-1"], budget_points=[6]) == []
 
 
 def test_cli_rejects_an_unknown_rule_before_reading_runs(tmp_path):
@@ -149,7 +151,7 @@ def test_end_to_end_on_a_simulated_run_with_a_surrogates_prediction(tmp_path, ca
     # the configurations went through the results CSV and still match their rows exactly
     rows = table_rows(results, table.hyperparameters)
     assert all(table.configs[row]["learning_rate"] == pytest.approx(results.loc[results.trial_id == t, "config_learning_rate"].iloc[0]) for t, row in rows.items())
-    estimates = pd.DataFrame(estimate(run, results, table, after=9, rules=["best-so-far", "rank-1", "predicted:DeepPowerLaw"], budget_points=[60, 120]))
+    estimates = pd.DataFrame(estimate(run, results, table, rows, after=9, rules=["best-so-far", "rank-1", "predicted:DeepPowerLaw"], budget_points=[60, 120]))
     by_rule = estimates.set_index("rule")
     # the oracle's leader is at least as good as any other rule's, and so is its estimate
     assert (by_rule.loc["rank-1", "leader_final"] <= by_rule["leader_final"] + 1e-12).all()
