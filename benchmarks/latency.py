@@ -53,7 +53,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.defaults import FIELD_ARGUMENTS, default_changed  # noqa: E402 (after the path fix)
+from benchmarks.defaults import FIELD_ARGUMENTS, default_changed, grouped  # noqa: E402 (after the path fix)
 
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
@@ -132,7 +132,7 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
             arguments[key] = value
     arguments.update({argument: default_changed(method, argument, **changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
-                                       random_seed=seed, **arguments)
+                                       random_seed=seed, **grouped(method, arguments))
 
 
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------

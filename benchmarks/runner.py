@@ -34,7 +34,7 @@ from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
-from benchmarks.defaults import default_changed
+from benchmarks.defaults import default_changed, grouped
 from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
@@ -130,10 +130,10 @@ def _ours(class_name: str, variant: str = "default", **options: Any) -> MethodFa
         if batch_norm is not None:
             config = kwargs.get("surrogate_config") or deep_power_law.DEFAULT_POWER_LAW_CONFIG
             kwargs["surrogate_config"] = replace(config, batch_norm=batch_norm)
+        kwargs = grouped(class_name, {"candidate_configs": configs, **kwargs})
         return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
-            max_t=d.max_t, random_seed=seed, candidate_configs=configs,
-            max_resource_attr=SEGMENT_END_ATTR, **kwargs,
+            max_t=d.max_t, random_seed=seed, max_resource_attr=SEGMENT_END_ATTR, **kwargs,
         )
 
     return factory

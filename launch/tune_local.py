@@ -216,6 +216,8 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
     from syne_tune.backend import LocalBackend
     from syne_tune.results_callback import StoreResultsCallback
 
+    from syne_dyhpo import CandidateOptions
+
     config_space = make_config_space(max_epochs=args.max_epochs, seed=args.seed)
     config_space["on_checkpoint_error"] = "restart" if args.restart_on_lost_checkpoint else "raise"
     delete = args.delete_checkpoints
@@ -226,8 +228,7 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
         args,
         config_space,
         budget_step=args.budget_step,
-        num_candidates=args.num_candidates,
-        num_initial_random=args.num_initial_random,
+        candidates=CandidateOptions(num_candidates=args.num_candidates, num_initial_random=args.num_initial_random),
         restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
     )
     store = StoreResultsCallback()

@@ -459,7 +459,7 @@ def ray_scheduler(
     :param max_num_trials: see :class:`FreezeThawRayScheduler`
     :param max_total_epochs: see :class:`FreezeThawRayScheduler`
     :param kwargs: further arguments of the method's constructor (``time_attr``,
-        ``budget_step``, ``num_candidates``, ``random_seed``, surrogate settings, ...)
+        ``budget_step``, ``candidates``, ``completion``, ``random_seed``, surrogate settings, ...)
     """
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")

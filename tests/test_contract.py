@@ -13,7 +13,7 @@ from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
-from syne_dyhpo import DeepKernelGPConfig, DeepPowerLaw, DyHPO, FitSchedule, PowerLawConfig
+from syne_dyhpo import CandidateOptions, DeepKernelGPConfig, DeepPowerLaw, DyHPO, FitSchedule, PowerLawConfig
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
 
@@ -36,7 +36,8 @@ def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
 
 
 def test_power_law_ensemble_pickle_round_trip_keeps_predictions_and_optimizer_state():
-    s = DeepPowerLaw({"x": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0, num_candidates=8)
+    s = DeepPowerLaw({"x": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
+                     candidates=CandidateOptions(num_candidates=8))
     drive_one_worker(s, 12)
     assert pickle.loads(pickle.dumps(s)).observations.num_observations == s.observations.num_observations
     clone = dill.loads(dill.dumps(s))
@@ -77,7 +78,7 @@ def test_every_config_of_a_used_up_pool_is_trained_to_max_t(method, num_configs,
 def test_large_pool_keeps_exact_segments_with_max_resource_attr():
     table = [{"x": v} for v in np.linspace(0, 1, 200)]
     s = DyHPO({"x": choice([t["x"] for t in table])}, metric="loss", max_t=10, random_seed=0,
-              candidate_configs=table, max_resource_attr="max_epoch")
+              candidates=CandidateOptions(configs=table), max_resource_attr="max_epoch")
     assert s.suggest().config["max_epoch"] == 1
 
 
@@ -93,12 +94,10 @@ def test_do_minimize_must_be_a_bool(do_minimize):
 @pytest.mark.parametrize(
     "argument, value, expected",
     [
-        ("num_candidates", 2.5, "an integer >= 1"),
-        ("num_candidates", "256", "an integer >= 1"),
-        ("num_initial_random", -1, "an integer >= 0"),
         ("max_paused_checkpoints", 0, "an integer >= 1 or None"),
-        ("sh_probability", "often", "a number in [0, 1]"),
-        ("sh_reduction_factor", 1, "a finite number > 1"),
+        ("candidates", {"num_candidates": 8}, "a CandidateOptions"),
+        ("promotion", 0.25, "a SuccessiveHalvingPromotion or None"),
+        ("completion", False, "an IncumbentCompletion or None"),
         ("max_t", "abc", "an integer >= 1"),
         ("max_t", [5], "an integer >= 1"),
         ("max_t", float("nan"), "an integer >= 1"),
@@ -203,7 +202,7 @@ SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}
 )
 def test_candidate_configs_outside_the_space_are_refused(bad, message):
     with pytest.raises(ConfigSpaceError, match=message):
-        DyHPO(SPACE, metric="loss", max_t=5, candidate_configs=[{"lr": 1e-3, "dropout": 0.1}, bad])
+        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad]))
 
 
 @pytest.mark.parametrize("epoch", [float("inf"), float("nan"), 1.5, 2.5, 0, "two"])
@@ -228,7 +227,8 @@ def test_bad_constructor_arguments_name_the_argument():
 
 def _paused_trial(max_t=5):
     # prefers new configurations: every decision pauses the reporting trial
-    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=max_t, random_seed=0, num_initial_random=10)
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=max_t, random_seed=0,
+              candidates=CandidateOptions(num_initial_random=10))
     trial = make_trial(0, s.suggest().config)
     s.on_trial_add(trial)
     assert s.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.PAUSE
@@ -302,7 +302,7 @@ def test_points_to_evaluate_are_validated():
     with pytest.raises(ConfigSpaceError, match=r"points_to_evaluate\[0\]: lr=5.0 is outside"):
         DyHPO(SPACE, metric="loss", max_t=5, points_to_evaluate=[{"lr": 5.0, "dropout": 0.1}])
     with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] = .* is not one of the candidate configurations"):
-        DyHPO(SPACE, metric="loss", max_t=5, candidate_configs=[{"lr": 1e-3, "dropout": 0.1}],
+        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}]),
               points_to_evaluate=[{"lr": 1e-2, "dropout": 0.1}])
     # None: nothing special, as Syne Tune 0.16's searchers (no default configuration)
     s = DyHPO(SPACE, metric="loss", max_t=5, random_seed=0, points_to_evaluate=None)

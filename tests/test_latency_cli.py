@@ -12,7 +12,7 @@ def test_scheduler_args_reach_our_schedulers_and_not_bohb():
                                "--scheduler-arg", "num_candidates=300"])
     assert args.options == {"num_kept_candidates": 224, "num_candidates": 300}
     dyhpo = latency.make_scheduler("DyHPO", 10, 0, **args.options)
-    assert dyhpo.metadata()["num_kept_candidates"] == 224 and dyhpo.metadata()["num_candidates"] == 300
+    assert dyhpo.metadata()["candidates"]["num_kept"] == 224 and dyhpo.metadata()["candidates"]["num_candidates"] == 300
     # BOHB takes no such arguments (it would raise): make_scheduler leaves them out
     bohb = latency.make_scheduler("BOHB", 10, 0, **args.options)
     assert type(bohb).__name__ == "BOHB"

@@ -18,6 +18,7 @@ ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip inst
 from ray import tune  # noqa: E402
 from syne_tune.config_space import choice, uniform  # noqa: E402
 
+from syne_dyhpo import CandidateOptions  # noqa: E402
 from syne_dyhpo.ray_tune import FreezeThawRayScheduler, config_space_from_ray, ray_scheduler  # noqa: E402
 
 MAX_EPOCHS = 6
@@ -98,7 +99,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
         max_concurrent=2,
         max_num_trials=MAX_TRIALS,
         max_total_epochs=TOTAL_EPOCHS,
-        num_candidates=32,
+        candidates=CandidateOptions(num_candidates=32),
         random_seed=1,
         **_fast_kwargs(method),
     )

@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 from syne_tune.config_space import uniform
 
+from benchmarks.defaults import _GROUPED
 from benchmarks.runner import BN_FOUR_STEPS, LEADERS_AFTER_9, METHODS
 
 TODAY = dict(batch_norm=False, max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000)
@@ -59,22 +60,24 @@ ONE_LEADER_AFTER_15 = dict(complete_incumbent_after=15, complete_incumbent_share
     ],
 )
 def test_variants_complete_incumbents_as_when_they_were_measured(method, expected):
-    metadata = _metadata(method)
-    assert {key: metadata[key] for key in expected} == expected
+    completion = _metadata(method)["completion"]
+    fields = {_GROUPED[key][1]: value for key, value in expected.items()}  # the variants' names -> fields
+    assert {key: completion[key] for key in fields} == fields
 
 
 @pytest.mark.parametrize(
     "method, class_name, changed",
     [
-        ("DyHPO-default-no-completion", "DyHPO", {"complete_incumbent": False}),
-        ("DeepPowerLaw-default-no-completion", "DeepPowerLaw", {"complete_incumbent": False}),
-        ("DyHPO-default-limit2", "DyHPO", {"complete_incumbent_limit": 2}),
-        ("DyHPO-default-after54", "DyHPO", {"complete_incumbent_after": 54}),
-        ("DyHPO-default-after54-limit1", "DyHPO", {"complete_incumbent_after": 54, "complete_incumbent_limit": 1}),
+        ("DyHPO-default-no-completion", "DyHPO", None),  # None: no completion
+        ("DeepPowerLaw-default-no-completion", "DeepPowerLaw", None),
+        ("DyHPO-default-limit2", "DyHPO", {"limit": 2}),
+        ("DyHPO-default-after54", "DyHPO", {"after": 54}),
+        ("DyHPO-default-after54-limit1", "DyHPO", {"after": 54, "limit": 1}),
     ],
 )
 def test_default_variants_differ_from_the_default_only_in_the_settings_they_name(method, class_name, changed):
     default, variant = _metadata(class_name), _metadata(method)
-    assert {key: variant[key] for key in changed} == changed
-    assert {key: default[key] for key in changed} != changed
-    assert {k: v for k, v in variant.items() if k not in changed} == {k: v for k, v in default.items() if k not in changed}
+    expected = None if changed is None else {**default["completion"], **changed}
+    assert variant["completion"] == expected != default["completion"]
+    others = [key for key in default if key != "completion"]
+    assert {k: variant[k] for k in others} == {k: default[k] for k in others}

@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +10,7 @@ from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, one_epoch_per_decision
-from syne_dyhpo import DyHPO
+from syne_dyhpo import CandidateOptions, DyHPO, IncumbentCompletion, SuccessiveHalvingPromotion
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -44,16 +45,17 @@ class PreferencePolicy(SurrogatePolicy):
         return {"policy": "preference"}
 
 
-def make(prefer, **kw):
+def completion(**fields):
+    """The completion of the tests below: they count first epochs (the wait in observed epochs
+    has its own test), and the commitments have their own tests too."""
+    return IncumbentCompletion(**{"delay": 0.0, "commit_after": None, "committed": 0, **fields})
+
+
+def make(prefer, num_initial_random=1, configs=TABLE, **kw):
     kw.setdefault("max_t", 5)
-    kw.setdefault("num_initial_random", 1)
-    kw.setdefault("candidate_configs", TABLE)
+    kw.setdefault("candidates", CandidateOptions(num_initial_random=num_initial_random, configs=configs))
     # decisions of the policy alone; the completion rule is tested on its own below
-    kw.setdefault("complete_incumbent", False)
-    # the completion's tests count first epochs; the wait in observed epochs has its own
-    kw.setdefault("complete_incumbent_delay", 0.0)
-    kw.setdefault("commit_completion_after", None)  # it has its own test
-    kw.setdefault("committed_completions", 0)  # so has this
+    kw.setdefault("completion", None)
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
                                random_seed=0, **kw)
 
@@ -211,7 +213,8 @@ def test_surrogate_failure_falls_back_without_losing_data():
         def score(self, model, candidates, observations):
             raise RuntimeError("cholesky exploded")
 
-    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidate_configs=TABLE, random_seed=0)
+    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidates=CandidateOptions(configs=TABLE),
+                            random_seed=0)
     t0 = start(s, 0)
     decision = report(s, t0, 1, 0.5)
     assert decision in (D.CONTINUE, D.PAUSE)
@@ -221,7 +224,8 @@ def test_surrogate_failure_falls_back_without_losing_data():
 
 
 def test_metadata_json_and_pickle_after_real_fits():
-    s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1, num_candidates=8)
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1,
+              candidates=CandidateOptions(num_candidates=8))
     drive_one_worker(s, steps=12, value=lambda trial, epoch: trial.config["x"] * (1 - 0.5 / epoch))
     meta = json.loads(json.dumps(s.metadata()))
     assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
@@ -234,7 +238,7 @@ def test_metadata_json_and_pickle_after_real_fits():
 
 def test_max_paused_checkpoints_retires_lowest_ranked_and_never_resumes_them():
     # each trial's score is its id; new configs score 100 so every decision pauses the reporter
-    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2, candidate_configs=TABLE[:5])
+    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2, configs=TABLE[:5])
     trials = []
     for tid in range(4):
         trial = start(s, tid)
@@ -334,22 +338,23 @@ def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
             assert s.observations.trials[0].scores == [-0.6, -0.4]
 
 
-def _six_trials_at_epoch_1(sh_probability):
+def _six_trials_at_epoch_1(probability):
     # the policy always prefers new configs: only successive halving resumes anything
     table = [{"x": v} for v in np.linspace(0, 1, 12)]
     s = FreezeThawScheduler({"x": choice([t["x"] for t in table]), "c": 7}, "loss",
                             PreferencePolicy(lambda tid, c: 1.0 if tid is None else 0.0), do_minimize=True,
-                            max_t=10, candidate_configs=table, random_seed=0)
+                            max_t=10, candidates=CandidateOptions(configs=table), random_seed=0, completion=None)
     trials = []
     for i, loss in enumerate([0.5, 0.3, 0.9, 0.8, 0.7, 0.6]):
         trials.append(start(s, i))
-        s._decider.sh_probability = sh_probability if i == 5 else 0.0  # decide by rank after all six
+        # decide by rank after all six
+        s._decider.promotion = SuccessiveHalvingPromotion(probability) if i == 5 else None
         assert report(s, trials[i], 1, loss) == D.PAUSE
     return s, trials
 
 
 def test_sh_promotion_resumes_top_third_at_highest_epoch_before_asking_the_policy():
-    s, trials = _six_trials_at_epoch_1(sh_probability=1.0)
+    s, trials = _six_trials_at_epoch_1(probability=1.0)
     # rung 1 holds 6 values: its top 6 // 3 = 2 are trials 1 (0.3) and 0 (0.5)
     sug = s.suggest()
     assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 1
@@ -362,16 +367,18 @@ def test_sh_promotion_resumes_top_third_at_highest_epoch_before_asking_the_polic
     assert s.metadata()["num_sh_promotions"] == 2
 
 
-def test_sh_probability_zero_leaves_decisions_to_the_policy():
-    s, _ = _six_trials_at_epoch_1(sh_probability=0.0)
+def test_promotion_probability_zero_leaves_decisions_to_the_policy():
+    s, _ = _six_trials_at_epoch_1(probability=0.0)
     assert s.suggest().spawn_new_trial_id and s.metadata()["num_sh_promotions"] == 0
 
 
-def test_bad_sh_arguments():
-    with pytest.raises(ValueError, match="sh_probability"):
-        make(lambda tid, c: 0.0, sh_probability=1.5)
-    with pytest.raises(ValueError, match="sh_reduction_factor"):
-        make(lambda tid, c: 0.0, sh_reduction_factor=1.0)
+def test_bad_promotion_settings_are_refused_naming_the_field_and_value():
+    with pytest.raises(ValueError, match=r"SuccessiveHalvingPromotion.probability must be a number in \[0, 1\], got 1.5"):
+        SuccessiveHalvingPromotion(probability=1.5)
+    with pytest.raises(ValueError, match="SuccessiveHalvingPromotion.reduction_factor must be a finite number > 1, got 1.0"):
+        SuccessiveHalvingPromotion(reduction_factor=1.0)
+    with pytest.raises(ValueError, match="promotion must be a SuccessiveHalvingPromotion or None, got 0.25"):
+        make(lambda tid, c: 0.0, promotion=0.25)
 
 
 def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkeypatch):
@@ -388,7 +395,8 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
         return original_predict(self, candidates, budget)
 
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "predict", recording_predict)
-    s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0, num_candidates=8)
+    s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0,
+              candidates=CandidateOptions(num_candidates=8))
     rng = np.random.RandomState(0)
     checked = 0
 
@@ -429,8 +437,8 @@ class RecordingPreference(PreferencePolicy):
 
 def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decision():
     policy = RecordingPreference()
-    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
-                            complete_incumbent=False, num_candidates=8, num_kept_candidates=3)
+    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
+                            candidates=CandidateOptions(num_candidates=8, num_kept=3, configs=TABLE))
     trial = start(s, 0)
     for i in range(1, 6):
         assert report(s, trial, 1, 0.5) == D.PAUSE  # a new configuration wins each time
@@ -442,13 +450,13 @@ def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decisi
         assert after[:3] == kept
         assert len(after) == 8 and len(set(after)) == 8  # fresh draws fill up, none twice
         assert not set(after[3:]) & set(before[:1] + kept)
-    assert s.metadata()["num_kept_candidates"] == 3
+    assert s.metadata()["candidates"]["num_kept"] == 3
 
 
 def test_without_kept_candidates_every_decision_draws_afresh():
     policy = RecordingPreference()
-    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
-                            complete_incumbent=False, num_candidates=8)
+    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
+                            candidates=CandidateOptions(num_candidates=8, configs=TABLE))
     trial = start(s, 0)
     for i in range(1, 4):
         report(s, trial, 1, 0.5)
@@ -458,21 +466,20 @@ def test_without_kept_candidates_every_decision_draws_afresh():
     assert any(after[:3] != sorted(before, reverse=True)[1:4] for before, after in zip(policy.offered, policy.offered[1:]))
 
 
-def test_num_kept_candidates_is_checked_and_old_pickles_draw_afresh():
+def test_candidate_options_are_checked_naming_the_field_and_value():
     for value in (-1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="num_kept_candidates must be an integer >= 0"):
-            make(lambda tid, c: 0.0, num_kept_candidates=value)
-    with pytest.raises(ValueError, match="num_kept_candidates must be smaller than num_candidates \\(8\\), got 8"):
-        make(lambda tid, c: 0.0, num_candidates=8, num_kept_candidates=8)
-    policy = RecordingPreference()
-    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, candidate_configs=TABLE,
-                            complete_incumbent=False, num_candidates=8, num_kept_candidates=3)
-    for name in ("num_kept_candidates", "_kept"):  # a scheduler pickled before the option existed
-        del s.__dict__[name]
-    s = pickle.loads(pickle.dumps(s))
-    trial = start(s, 0)
-    report(s, trial, 1, 0.5)
-    assert s.metadata()["num_kept_candidates"] == 0 and s._kept is None
+        with pytest.raises(ValueError, match=f"CandidateOptions.num_kept must be an integer >= 0, got {value!r}"):
+            CandidateOptions(num_kept=value)
+    with pytest.raises(ValueError, match="CandidateOptions.num_kept must be smaller than num_candidates \\(8\\), got 8"):
+        CandidateOptions(num_candidates=8, num_kept=8)
+    with pytest.raises(ValueError, match="CandidateOptions.num_candidates must be an integer >= 1, got 0"):
+        CandidateOptions(num_candidates=0)
+    with pytest.raises(ValueError, match="CandidateOptions.num_initial_random must be an integer >= 0, got -1"):
+        CandidateOptions(num_initial_random=-1)
+    with pytest.raises(ValueError, match="CandidateOptions.configs must be a list of configurations"):
+        CandidateOptions(configs={"x": 0.5})
+    with pytest.raises(ValueError, match="candidates must be a CandidateOptions, got 256"):
+        make(lambda tid, c: 0.0, candidates=256)
 
 
 def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
@@ -497,7 +504,7 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
         deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
         try:
             s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
-                      num_candidates=32, num_kept_candidates=num_kept, complete_incumbent=False)
+                      candidates=CandidateOptions(num_candidates=32, num_kept=num_kept), completion=None)
             rng = np.random.RandomState(0)
             drive_one_worker(s, 60, lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch
                              + 0.01 * rng.rand())
@@ -526,7 +533,7 @@ def _report_first_epochs(s, losses):
 
 def test_incumbent_is_trained_to_max_t_once_enough_configs_were_seen():
     # the policy always prefers new configurations: only the completion rule resumes a trial
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=3)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=3))
     trials = _report_first_epochs(s, [0.5, 0.2, 0.9])  # trial 1 holds the best score
     sug = s.suggest()
     assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 1
@@ -539,10 +546,10 @@ def test_incumbent_is_trained_to_max_t_once_enough_configs_were_seen():
 
 
 def test_no_completion_before_enough_configs_or_when_switched_off():
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=4)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=4))
     _report_first_epochs(s, [0.5, 0.2, 0.9])  # only 3 configurations seen
     assert s.suggest().spawn_new_trial_id
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=False)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=None)
     _report_first_epochs(s, [0.5, 0.2, 0.9, 0.8, 0.7])
     assert s.suggest().spawn_new_trial_id
 
@@ -555,8 +562,7 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
     # max_t = 4, trial 1 holds the best first epoch: the completion waits for ceil(delay * 4)
     # observed epochs with one worker and a sixteenth of that with four, and always for 3 first
     # epochs (with four workers, 4 trials start, then one more after each report)
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_delay=delay, complete_incumbent_share=0.0)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=3, delay=delay, share=0.0))
     running = [start(s, i) for i in range(workers)]
     while True:
         trial = running.pop(0)  # the oldest running trial reports epoch 1, its worker asks
@@ -568,48 +574,71 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
         running.append(make_trial(len(s.observations.trials), sug.config))
         s.on_trial_add(running[-1])
     assert sug.checkpoint_trial_id == 1 and len(s.observations.trials) == started
-    assert s.metadata()["complete_incumbent_delay"] == delay
+    assert s.metadata()["completion"]["delay"] == delay
 
 
-def test_a_scheduler_pickled_before_the_delay_and_commitments_existed_completes_as_it_did():
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_delay=2.0, committed_completions=1)
-    # unpickling restores the instance's __dict__: one written by version 0.2.0 lacks both
-    for name in ("complete_incumbent_delay", "committed_completions", "committed", "commit_completion_after",
-                 "completing"):
-        del s._decider.__dict__[name]
-    _report_first_epochs(s, [0.5, 0.2, 0.9])
-    assert s.suggest().checkpoint_trial_id == 1  # 3 observed epochs < 2 x max_t: no wait
-    assert s.metadata()["complete_incumbent_delay"] == 0.0
-    assert s.metadata()["committed_completions"] == 0 and s._decider.committed == ()  # nothing committed
-
-
-def test_completion_is_on_by_default_and_its_arguments_are_checked():
+def test_completion_is_on_by_default_and_its_settings_are_checked_naming_the_field_and_value():
     s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
-    assert s.metadata()["complete_incumbent"] is True and s.metadata()["complete_incumbent_after"] == 9
-    assert s.metadata()["complete_incumbent_delay"] == 2.0
-    for value in (-1, float("inf"), float("nan"), True, "2"):
-        with pytest.raises(ValueError, match="complete_incumbent_delay must be a finite number >= 0"):
-            make(lambda tid, c: 0.0, complete_incumbent_delay=value)
-    assert s.metadata()["complete_incumbent_share"] == 0.5
-    for value in (-0.1, 1.5, True, "half", float("nan")):
-        with pytest.raises(ValueError, match="complete_incumbent_share must be a number in \\[0, 1\\]"):
-            make(lambda tid, c: 0.0, complete_incumbent_share=value)
-    assert s.metadata()["complete_leaders_until_trained"] is False
-    assert s.metadata()["committed_completions"] == 0 and s.metadata()["commit_completion_after"] == 0.5
-    for value in (0, -0.5, 1.5, True, "half", float("nan")):
-        with pytest.raises(ValueError, match="commit_completion_after must be None or a number in \\(0, 1\\]"):
-            make(lambda tid, c: 0.0, commit_completion_after=value)
-    for value in (-1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="committed_completions must be an integer >= 0"):
-            make(lambda tid, c: 0.0, committed_completions=value)
-    with pytest.raises(ValueError, match="complete_leaders_until_trained must be True or False, got 1"):
-        make(lambda tid, c: 0.0, complete_leaders_until_trained=1)
-    for value in (0, 2.5, True, "9"):
-        with pytest.raises(ValueError, match="complete_incumbent_after must be an integer >= 1"):
-            make(lambda tid, c: 0.0, complete_incumbent_after=value)
-    with pytest.raises(ValueError, match="complete_incumbent must be True or False, got 'yes'"):
-        make(lambda tid, c: 0.0, complete_incumbent="yes")
+    assert s.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
+                                          "committed": 0, "commit_after": 0.5, "limit": None}
+    bad = [
+        ("delay", (-1, float("inf"), float("nan"), True, "2"), "a finite number >= 0"),
+        ("share", (-0.1, 1.5, True, "half", float("nan")), r"a number in \[0, 1\]"),
+        ("commit_after", (0, -0.5, 1.5, True, "half", float("nan")), r"None or a number in \(0, 1\]"),
+        ("committed", (-1, 1.5, True, "2"), "an integer >= 0"),
+        ("leaders_until_trained", (1, "yes", None), "True or False"),
+        ("after", (0, 2.5, True, "9"), "an integer >= 1"),
+        ("limit", (0, -1, 1.5, True, "2"), "an integer >= 1 or None"),
+    ]
+    for field, values, expected in bad:
+        for value in values:
+            message = f"IncumbentCompletion.{field} must be {expected}, got {re.escape(repr(value))}$"
+            with pytest.raises(ValueError, match=message):
+                IncumbentCompletion(**{field: value})
+    with pytest.raises(ValueError, match="completion must be an IncumbentCompletion or None, got True"):
+        make(lambda tid, c: 0.0, completion=True)
+
+
+def test_one_completion_object_shared_by_two_schedulers_keeps_each_ones_state_apart():
+    shared = completion(after=3, committed=1, limit=2)
+    a = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=shared)
+    b = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=shared)
+    _report_first_epochs(a, [0.5, 0.2, 0.9])
+    assert a.suggest().checkpoint_trial_id == 1
+    assert a._decider.completion.committed == (1,) and a._decider.completion.chosen == frozenset({1})
+    # b has seen nothing: nothing chosen, nothing committed; its own run decides by its own data
+    assert b._decider.completion.committed == () and b._decider.completion.chosen == frozenset()
+    _report_first_epochs(b, [0.2, 0.9, 0.5])
+    assert b.suggest().checkpoint_trial_id == 0
+    assert b._decider.completion.committed == (0,) and a._decider.completion.committed == (1,)
+    assert shared == completion(after=3, committed=1, limit=2)  # the settings are unchanged
+
+
+def _decisions(s, steps):
+    """The suggestions and answers of ``s`` driven by one worker for ``steps`` segments."""
+    log = []
+    original = s.on_trial_result
+
+    def on_trial_result(trial, result):
+        log.append((trial.trial_id, result["epoch"], original(trial, result)))
+        return log[-1][-1]
+
+    s.on_trial_result = on_trial_result
+    drive_one_worker(s, steps, value=lambda trial, epoch: (trial.config["x"] - 0.4) ** 2 + 1.0 / epoch)
+    return log
+
+
+def test_no_completion_decides_as_a_completion_that_never_starts():
+    # completion=None (the papers) leaves every decision to the policy: the same decisions,
+    # random draws included, as a completion waiting for more first epochs than the run has
+    def prefer(tid, c):
+        return c["x"] if tid is None else 0.5 + 0.01 * tid
+
+    none = _decisions(make(prefer, max_t=4, completion=None), 40)
+    never = _decisions(make(prefer, max_t=4, completion=completion(after=1000)), 40)
+    assert none == never and len(none) >= 40
+    # while a completion that starts after 3 first epochs decides otherwise
+    assert _decisions(make(prefer, max_t=4, completion=completion(after=3)), 40) != none
 
 
 def _t1_completed_then_overtaken_by_t0(s):
@@ -627,7 +656,7 @@ def _t1_completed_then_overtaken_by_t0(s):
 
 
 def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes_on():
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=2))
     t0, t1 = _t1_completed_then_overtaken_by_t0(s)
     assert report(s, t1, 2, 0.2) == D.PAUSE  # overtaken: left to the policy
     assert s.metadata()["num_completions"] == 2
@@ -636,8 +665,8 @@ def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes
 @pytest.mark.parametrize("committed", [0, 1, 2])
 def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed):
     # one leader; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, complete_incumbent=True, complete_incumbent_after=2,
-             complete_incumbent_share=0.0, committed_completions=committed)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=2,
+             share=0.0, committed=committed))
     t0, t1 = _t1_completed_then_overtaken_by_t0(s)  # t1 is the first completion, t0 the second
     # t1 was overtaken: committed, it goes on; otherwise it is left to the policy
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if committed >= 1 else D.PAUSE)
@@ -647,15 +676,15 @@ def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed
     if committed >= 1:
         assert report(s, t1, 3, 0.2) == D.CONTINUE
         assert report(s, t1, 4, 0.2) == D.STOP  # trained to max_t: the commitment ends
-    assert s._decider.committed == (1, 0)[:committed]
-    assert s.metadata()["committed_completions"] == committed
+    assert s._decider.completion.committed == (1, 0)[:committed]
+    assert s.metadata()["completion"]["committed"] == committed
 
 
 @pytest.mark.parametrize("limit", [None, 1, 2])
-def test_the_completion_chooses_at_most_complete_incumbent_limit_trials(limit):
+def test_the_completion_chooses_at_most_limit_trials(limit):
     # one worker; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True, complete_incumbent_after=3,
-             complete_incumbent_limit=limit)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, completion=completion(after=3,
+             limit=limit))
     trials = _report_first_epochs(s, [0.5, 0.2, 0.9])  # t1 leads
     assert s.suggest().checkpoint_trial_id == 1  # the first choice
     assert report(s, trials[1], 2, 0.2) == D.CONTINUE
@@ -665,27 +694,14 @@ def test_the_completion_chooses_at_most_complete_incumbent_limit_trials(limit):
     # t3 takes the lead at its first epoch: the second choice goes on, unless the limit of
     # one was reached (the policy decides: it prefers new configurations)
     assert report(s, t3, 1, 0.1) == (D.PAUSE if limit == 1 else D.CONTINUE)
-    assert s.metadata()["complete_incumbent_limit"] == limit
-    assert s._decider.chosen == (frozenset({1}) if limit == 1 else frozenset({1, 3}) if limit else frozenset())
-
-
-def test_the_completion_limit_is_checked_and_pickles_without_it_have_none():
-    assert make(lambda tid, c: 0.0).metadata()["complete_incumbent_limit"] is None
-    for value in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match="complete_incumbent_limit must be an integer >= 1 or None"):
-            make(lambda tid, c: 0.0, complete_incumbent_limit=value)
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True, complete_incumbent_after=3)
-    for name in ("complete_incumbent_limit", "chosen"):  # a scheduler pickled before the option
-        del s._decider.__dict__[name]
-    _report_first_epochs(s, [0.5, 0.2, 0.9])
-    assert s.suggest().checkpoint_trial_id == 1 and s.metadata()["complete_incumbent_limit"] is None
+    assert s.metadata()["completion"]["limit"] == limit
+    assert s._decider.completion.chosen == (frozenset({1}) if limit == 1 else frozenset({1, 3}) if limit else frozenset())
 
 
 @pytest.mark.parametrize("max_t, after, goes_on", [(4, 0.5, True), (6, 0.5, False), (4, None, False), (4, 1.0, False)])
-def test_a_completed_trial_past_commit_completion_after_goes_on_to_max_t_when_overtaken(max_t, after, goes_on):
+def test_a_completed_trial_past_commit_after_goes_on_to_max_t_when_overtaken(max_t, after, goes_on):
     # one leader; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=max_t, complete_incumbent=True,
-             complete_incumbent_after=2, complete_incumbent_share=0.0, commit_completion_after=after)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=max_t, completion=completion(after=2, share=0.0, commit_after=after))
     t0, t1 = _t1_completed_then_overtaken_by_t0(s)
     # t1 reaches epoch 2, overtaken: it goes on if 2 epochs are at least after x max_t
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if goes_on else D.PAUSE)
@@ -693,16 +709,15 @@ def test_a_completed_trial_past_commit_completion_after_goes_on_to_max_t_when_ov
         for epoch in range(3, max_t):
             assert report(s, t1, epoch, 0.2) == D.CONTINUE
         assert report(s, t1, max_t, 0.2) == D.STOP
-    assert s.metadata()["commit_completion_after"] == after
+    assert s.metadata()["completion"]["commit_after"] == after
 
 
 @pytest.mark.parametrize("share, leaders", [(0.5, 2), (0.0, 1), (0.25, 1), (1.0, 4)])
 def test_with_four_workers_the_top_share_of_them_complete_leaders(share, leaders):
     # the policy always prefers new configurations: only the completion rule continues a trial
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=6, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_share=share)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=6, completion=completion(after=3, share=share))
     trials = {i: start(s, i) for i in range(4)}  # four workers busy
-    assert s._decider.num_leaders(s._workers_seen) == leaders
+    assert s._decider.completion.num_leaders(s._workers_seen) == leaders
     for tid, loss in [(0, 0.5), (1, 0.2)]:  # fewer than 3 configurations seen: the policy decides
         assert report(s, trials[tid], 1, loss) == D.PAUSE
         s.on_trial_remove(trials[tid])
@@ -721,8 +736,7 @@ def test_with_four_workers_the_top_share_of_them_complete_leaders(share, leaders
 
 @pytest.mark.parametrize("until_trained", [False, True])
 def test_second_leader_is_completed_until_a_configuration_is_trained_if_asked(until_trained):
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, complete_incumbent=True,
-             complete_incumbent_after=3, complete_incumbent_share=0.5, complete_leaders_until_trained=until_trained)
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, completion=completion(after=3, share=0.5, leaders_until_trained=until_trained))
     trials = {i: start(s, i) for i in range(4)}
     for tid, loss in [(0, 0.5), (1, 0.2)]:
         assert report(s, trials[tid], 1, loss) == D.PAUSE
@@ -741,25 +755,23 @@ def test_second_leader_is_completed_until_a_configuration_is_trained_if_asked(un
 
 
 def test_dyhpo_completes_one_committed_leader_and_deep_power_law_leaders_for_the_whole_run():
-    from syne_dyhpo import DeepPowerLaw
+    from syne_dyhpo import DEEP_POWER_LAW_COMPLETION, DYHPO_COMPLETION, DeepPowerLaw
 
     space = {"x": uniform(0, 1)}
     dyhpo = DyHPO(space, metric="loss", max_t=5)
     dpl = DeepPowerLaw(space, metric="loss", max_t=5)
-    assert dyhpo.metadata()["complete_leaders_until_trained"] is True
-    assert dpl.metadata()["complete_leaders_until_trained"] is False
-    # DyHPO completes one leader, chosen among 27 first epochs and committed to; DeepPowerLaw two
-    # with 4 workers, chosen among 9 (the scheduler's defaults)
-    assert {k: dyhpo.metadata()[k] for k in ("complete_incumbent_after", "complete_incumbent_share",
-                                             "committed_completions")} == {
-        "complete_incumbent_after": 27, "complete_incumbent_share": 0.0, "committed_completions": 1}
-    assert {k: dpl.metadata()[k] for k in ("complete_incumbent_after", "complete_incumbent_share",
-                                           "committed_completions")} == {
-        "complete_incumbent_after": 9, "complete_incumbent_share": 0.5, "committed_completions": 0}
-    assert [dyhpo._decider.num_leaders(workers) for workers in (1, 4, 8)] == [1, 1, 1]
-    assert [dpl._decider.num_leaders(workers) for workers in (1, 4, 8)] == [1, 2, 4]
-    assert DyHPO(space, metric="loss", max_t=5, complete_leaders_until_trained=False).metadata()[
-        "complete_leaders_until_trained"] is False
+    # DyHPO completes one leader, chosen among 27 first epochs and committed to, and only the
+    # incumbent once a configuration is trained; DeepPowerLaw the top half of the workers,
+    # chosen among 9, for the whole run
+    assert dyhpo.metadata()["completion"] == {"after": 27, "delay": 2.0, "share": 0.0, "leaders_until_trained": True,
+                                              "committed": 1, "commit_after": 0.5, "limit": None}
+    assert dpl.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
+                                            "committed": 0, "commit_after": 0.5, "limit": None}
+    assert dyhpo.completion is DYHPO_COMPLETION and dpl.completion is DEEP_POWER_LAW_COMPLETION
+    assert [dyhpo._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 1, 1]
+    assert [dpl._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 2, 4]
+    assert DyHPO(space, metric="loss", max_t=5, completion=None).metadata()["completion"] is None
+    assert DeepPowerLaw(space, metric="loss", max_t=5, completion=None)._decider.completion is None
 
 
 @pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])

@@ -10,6 +10,7 @@ import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -71,6 +72,11 @@ DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(
 )
 
 
+#: DeepPowerLaw's incumbent completion: :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s
+#: defaults (with several workers, the top half of the workers complete leaders).
+DEFAULT_COMPLETION = IncumbentCompletion()
+
+
 class DeepPowerLaw(FreezeThawScheduler):
     """Deep Power Law: ensemble of nets mapping a config to power-law coefficients + EI of
     the predicted value at ``max_t``; each decision advances the winner by one budget step.
@@ -87,6 +93,9 @@ class DeepPowerLaw(FreezeThawScheduler):
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
         explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
         Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
+    :param completion: the incumbent completion (see
+        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
+        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
     """
 
     def __init__(
@@ -96,6 +105,7 @@ class DeepPowerLaw(FreezeThawScheduler):
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
         normalisation_scores: str = "trials_if_alike",
+        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
         policy = SurrogatePolicy(
@@ -104,4 +114,4 @@ class DeepPowerLaw(FreezeThawScheduler):
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
             normalisation_scores=normalisation_scores,
         )
-        super().__init__(config_space, metric, policy, **kwargs)
+        super().__init__(config_space, metric, policy, completion=completion, **kwargs)

@@ -11,6 +11,7 @@ import numpy as np
 from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -86,6 +87,13 @@ MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_
 DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=512)
 
 
+#: DyHPO's incumbent completion: one leader (``share=0``), chosen once 27 configurations
+#: reported their first epoch (three rungs of successive halving with reduction factor 3) and
+#: committed to (``committed=1``: trained to ``max_t`` even when overtaken); the other settings
+#: are :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s defaults.
+DEFAULT_COMPLETION = IncumbentCompletion(after=27, share=0.0, leaders_until_trained=True, committed=1)
+
+
 def paper_fit_schedule() -> FitSchedule:
     """The authors' code's schedule: trained from scratch at the first fit, then refined
     (warm start) after every observation, and retrained from scratch after 1.2 x max_t
@@ -116,33 +124,9 @@ class DyHPO(FreezeThawScheduler):
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
         explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
         Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
-    :param complete_leaders_until_trained: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to True: with 4
-        workers, two leaders completed for the whole run cost DyHPO's anytime regret on the
-        LCBench development tasks at 100 % of the budget (0.027 against 0.019 with one,
-        Wilcoxon p = 0.03 over 72 runs); until the first configuration is trained, nothing
-        measurable (``benchmarks/RESULTS.md``). Acts only with ``complete_incumbent_share > 0``
-    :param complete_incumbent_after: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to 27 (the
-        scheduler's: 9), three rungs of successive halving with reduction factor 3. With 4
-        workers the wait of ``complete_incumbent_delay`` is 6 epochs, so this count chooses the
-        first leader: among 9 one-epoch results it was often a weak configuration, which then
-        held a worker for up to ``max_t`` epochs. With one worker the wait in epochs comes
-        later in almost every run (116 of 120 LCBench development runs decided alike) and decides
-        when the completion starts
-    :param complete_incumbent_share: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to 0 (the
-        scheduler's: 0.5), the incumbent alone
-    :param committed_completions: see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`.
-        Defaults to 1 (the scheduler's: 0): the first leader, chosen among 27 first epochs, is
-        trained to ``max_t`` even when a fresh configuration overtakes it, so that one worker,
-        not two, buys the early trained model. Measured together with the two arguments above
-        (``benchmarks/RESULTS.md``, "DyHPO with 4 workers: one leader, chosen among 27"): on
-        the 24 LCBench development tasks with 4 workers, anytime regret at 25 / 50 % of the
-        budget 0.063 / 0.036 against 0.086 / 0.046 with two leaders chosen among 9 (the
-        defaults before; Wilcoxon p = 0.00 over 120 runs) and fully-trained regret 0.187 /
-        0.080 against 0.202 / 0.094 (p = 0.05 / 0.00); TaskSet level (20 runs per cell).
-        With one worker only the first argument acts
+    :param completion: the incumbent completion (see
+        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
+        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
     """
 
     def __init__(
@@ -153,10 +137,7 @@ class DyHPO(FreezeThawScheduler):
         fit_schedule: FitSchedule | None = None,
         condition_on_running: bool = False,
         normalisation_scores: str = "trials_if_alike",
-        complete_leaders_until_trained: bool = True,
-        complete_incumbent_after: int = 27,
-        complete_incumbent_share: float = 0.0,
-        committed_completions: int = 1,
+        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
@@ -171,9 +152,6 @@ class DyHPO(FreezeThawScheduler):
             config_space,
             metric,
             policy,
-            complete_leaders_until_trained=complete_leaders_until_trained,
-            complete_incumbent_after=complete_incumbent_after,
-            complete_incumbent_share=complete_incumbent_share,
-            committed_completions=committed_completions,
+            completion=completion,
             **kwargs,
         )
