@@ -8,7 +8,7 @@ hyperparameters; no table, so new configurations are sampled), ``max_t`` epochs 
 Workers finish epochs at config-dependent speeds; the next report is always the earliest.
 
 It prints the milliseconds of scheduler compute per decision (all scheduler calls between two
-observations) in bins of observations, mean and 95th percentile, for DyHPO, DeepPowerLaw and
+observations) in bins of observations, mean, 95th and 99th percentile and maximum, for DyHPO, DeepPowerLaw and
 Syne Tune's BOHB in the same process, then the ratios of the means to BOHB's: first in CPU
 time of the process (the compute itself, also on a busy machine), then in wall time (which on
 an idle core is the same, and on a busy one also counts waiting for a core)::
@@ -356,25 +356,26 @@ def parse_bins(specs: list[str] | None, max_obs: int, width: int) -> list[tuple[
     return [(lo, min(lo + width - 1, max_obs)) for lo in range(1, max_obs + 1, width)]
 
 
-def bin_stats(costs: np.ndarray, bins: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
+def bin_stats(costs: np.ndarray, bins: list[tuple[int, int]]) -> list[tuple[float, float, float, float] | None]:
+    """(mean, p95, p99, max) milliseconds per bin of observations (None: bin not reached)."""
     out = []
     for lo, hi in bins:
         if len(costs) < hi:
             out.append(None)
             continue
         ms = 1e3 * costs[lo - 1 : hi]
-        out.append((float(ms.mean()), float(np.percentile(ms, 95))))
+        out.append((float(ms.mean()), float(np.percentile(ms, 95)), float(np.percentile(ms, 99)), float(ms.max())))
     return out
 
 
 def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[int, int]]) -> str:
-    lines = ["| observations | " + " | ".join(f"{m} mean / p95 ms" for m in methods) + " |",
+    lines = ["| observations | " + " | ".join(f"{m} mean / p95 / p99 / max ms" for m in methods) + " |",
              "|---|" + "---|" * len(methods)]
     for i, (lo, hi) in enumerate(bins):
         cells = []
         for m in methods:
             s = stats[m][i]
-            cells.append("not reached" if s is None else f"{s[0]:.1f} / {s[1]:.1f}")
+            cells.append("not reached" if s is None else " / ".join(f"{v:.1f}" for v in s))
         lines.append(f"| {lo}-{hi} | " + " | ".join(cells) + " |")
     if "BOHB" in methods and len(methods) > 1:
         others = [m for m in methods if m != "BOHB"]

@@ -36,7 +36,7 @@ from syne_tune.optimizer.schedulers.remove_checkpoints import (
 )
 from syne_tune.tuner_callback import TunerCallback
 
-from syne_dyhpo.checks import checked_flag, checked_integer
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
@@ -44,7 +44,7 @@ from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 from syne_dyhpo.core.restore import restore_tuner
-from syne_dyhpo.core.trials import ResultAction, TrialLifecycle
+from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
 from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
 
 logger = logging.getLogger(__name__)
@@ -141,6 +141,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"time_attr must be a non-empty string, got {time_attr!r}")
+        checked_result_keys(metric, time_attr, max_resource_attr)
         do_minimize = checked_flag("do_minimize", do_minimize)
         # integral floats pass: max_t is often read from a blackbox's fidelities (52.0)
         max_t = checked_integer("max_t", max_t, 1, integral_floats=True)
@@ -170,7 +171,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._points_to_evaluate = self._checked_points(points_to_evaluate)
         self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
         self._lifecycle = TrialLifecycle(
-            self._obs, budget_step=self.budget_step, restart_on_lost_checkpoint=restart_on_lost_checkpoint
+            self._obs,
+            budget_step=self.budget_step,
+            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
+            max_resource_attr=max_resource_attr,
         )
         self._decider = DecisionMaker(
             policy,
@@ -227,6 +231,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self.on_trial_add(trial)
             record = self._obs.trials[trial.trial_id]
         epoch, value = self._parse_result(trial.trial_id, result)
+        check_epoch_within_max_t(record, epoch, self.max_t, self.time_attr)
         action = self._lifecycle.on_result(record, epoch, value)
         if action is not ResultAction.DECIDE:
             return _ACTIONS[action]
@@ -247,7 +252,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
-            self._lifecycle.on_completed(record)
+            self._lifecycle.on_job_completed(record)
 
     def on_trial_remove(self, trial: Trial):
         record = self._obs.trials.get(trial.trial_id)
