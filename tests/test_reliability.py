@@ -17,7 +17,7 @@ from syne_tune.backend.trial_status import Trial
 from syne_tune.config_space import choice, randint, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from syne_dyhpo import DeepPowerLaw, DyHPO
+from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO
 from syne_dyhpo.checkpointing import capture_training_state, load_checkpoint, save_checkpoint
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import MAX_ENUMERATED_CONFIGS, CandidateSampler, ConfigEncoder
@@ -90,7 +90,7 @@ def test_integer_values_are_validated_as_before_without_listing(value, inside):
 def test_lists_as_categories_are_suggested_as_the_lists(method, finite):
     layers = [[64, 64], [128], [32, 32, 32]]
     space = {"layers": choice(layers), "lr": choice([0.1, 0.01]) if finite else uniform(0, 1)}
-    scheduler = method(space, metric="loss", max_t=2, random_seed=1, num_initial_random=2,
+    scheduler = method(space, metric="loss", max_t=2, random_seed=1, candidates=CandidateOptions(num_initial_random=2),
                        points_to_evaluate=[{"layers": [128], "lr": 0.1}])
     trials: dict = {}
     seen = []
@@ -256,7 +256,7 @@ def test_clashing_result_keys_are_refused_at_construction(method, kwargs, messag
 
 def _paused_after_epoch_one(**kwargs):
     """Two configurations; trial 0 reports epoch 1 and is paused for a random second trial."""
-    scheduler = DyHPO({"x": choice([0.1, 0.2])}, metric="loss", max_t=6, random_seed=0, num_initial_random=2, **kwargs)
+    scheduler = DyHPO({"x": choice([0.1, 0.2])}, metric="loss", max_t=6, random_seed=0, candidates=CandidateOptions(num_initial_random=2), **kwargs)
     trials: dict = {}
     t0 = _start(scheduler, trials)
     assert scheduler.on_trial_result(t0, {"epoch": 1, "loss": 0.5}) == D.PAUSE
