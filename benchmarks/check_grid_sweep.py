@@ -23,7 +23,7 @@ from benchmarks import check_e2e  # noqa: E402
 from syne_tune import Tuner  # noqa: E402
 from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback  # noqa: E402
 
-from syne_dyhpo import DeepPowerLaw, DyHPO  # noqa: E402
+from syne_dyhpo import DeepPowerLaw, DyHPO, SuccessiveHalvingPromotion  # noqa: E402
 from benchmarks.runner import simulator_backend_class  # noqa: E402
 
 BUDGET = 200
@@ -35,7 +35,8 @@ def run(scheduler_cls, sh_probability: float, n_workers: int, seed: int) -> tupl
     bb = check_e2e.grid_blackbox()
     scheduler = scheduler_cls(
         bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch",
-        max_t=check_e2e.MAX_T, random_seed=seed, sh_probability=sh_probability,
+        max_t=check_e2e.MAX_T, random_seed=seed,
+        promotion=SuccessiveHalvingPromotion(sh_probability) if sh_probability > 0 else None,
     )
     backend = simulator_backend_class()(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0)
     tuner = Tuner(

@@ -342,11 +342,6 @@ class CandidateSampler:
         self._pool_encoded = encoder.encode_many(self._pool)
         self._pool_free = np.ones(len(self._pool), dtype=bool)
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_pool_keys" not in state:  # pickled before the pool kept its keys in order
-            self._pool_keys = sorted(self._pool_index, key=self._pool_index.get)
-
     def _add_to_pool(self, config: dict[str, Any]) -> None:
         key = self.encoder.key(config)
         if key not in self._pool_index:

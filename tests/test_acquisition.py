@@ -6,7 +6,7 @@ import pytest
 from syne_dyhpo.acquisition import expected_improvement, log_expected_improvement
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import FitSchedule, FittedModel, Surrogate, SurrogateCapabilities, SurrogatePolicy
 from syne_dyhpo.methods.deep_power_law import MaxBudgetLogEI
 from syne_dyhpo.methods.dyhpo import MultiFidelityLogEI, per_budget_incumbent
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -157,7 +157,7 @@ def test_transform_outdated_when_data_outgrows_it():
     assert not transform.outdated(scores) and transform.version > version
 
 
-class CountingSurrogate:
+class CountingSurrogate(Surrogate):
     def __init__(self):
         self.calls = []
 
@@ -186,6 +186,8 @@ def test_policy_refits_from_scratch_when_normalisation_is_outdated():
 
 
 class RescalingSurrogate(CountingSurrogate):
+    capabilities = SurrogateCapabilities(rescale=True)
+
     def rescale(self, old, new):
         self.calls.append(("rescale", old.scale, new.scale))
 

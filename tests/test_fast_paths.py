@@ -18,7 +18,14 @@ from syne_tune.config_space import choice, finrange, logfinrange, loguniform, lo
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, SurrogatePolicy, misfit_p_value, torch_threads
+from syne_dyhpo.core.policy import (
+    FitSchedule,
+    Surrogate,
+    SurrogateCapabilities,
+    SurrogatePolicy,
+    misfit_p_value,
+    torch_threads,
+)
 from syne_dyhpo.methods.dyhpo import MultiFidelityLogEI
 from syne_dyhpo.search_space import ConfigEncoder, to_native
 from syne_dyhpo.surrogates.deep_kernel_gp import (
@@ -90,17 +97,10 @@ def test_observation_rows_equal_rows_rebuilt_from_curves(seed):
     assert obs.num_first_epochs == len(obs.scores_at(1)) > 0
     with pytest.raises(ValueError):
         data.y[0] = 1.0  # read-only views
-    # a pickle written before the rows were kept (no _rows) is rebuilt on load
-    state = dict(obs.__dict__)
-    del state["_rows"], state["_best_per_budget"], state["num_first_epochs"]
-    old = Observations.__new__(Observations)
-    old.__setstate__(state)
+    # a pickle round trip (Tuner.save / Tuner.load) keeps the rows and the counts
+    old = pickle.loads(pickle.dumps(obs))
     np.testing.assert_array_equal(old.training_data().curves, curves)
-    assert old.num_first_epochs == obs.num_first_epochs
-    state = dict(obs.__dict__)
-    del state["num_first_epochs"]  # kept rows, but not the count
-    old = Observations.__new__(Observations)
-    old.__setstate__(state)
+    np.testing.assert_array_equal(old.best_score_per_budget(), best)
     assert old.num_first_epochs == obs.num_first_epochs
 
 
@@ -118,12 +118,9 @@ def test_best_of_each_trial_and_leader_threshold_equal_a_scan_of_the_curves(seed
         assert obs.leader_threshold(k) == ranked[k - 1]
     assert obs.leader_threshold(len(ranked) + 1) == ranked[-1]  # fewer trials than leaders: all lead
     assert Observations(max_t=3, do_minimize=True).leader_threshold(1) == -np.inf
-    # a pickle written before the best of each trial was kept rebuilds it on load
-    state = dict(obs.__dict__)
-    del state["_best_per_trial"]
-    old = Observations.__new__(Observations)
-    old.__setstate__(state)
-    assert all(old.best_of(r) == best[r.trial_id] for r in obs.trials.values())
+    # a pickle round trip keeps the best of each trial
+    old = pickle.loads(pickle.dumps(obs))
+    assert all(old.best_of(r) == best[r.trial_id] for r in old.trials.values())
 
 
 def test_observation_curves_of_records_equal_row_by_row_fill():
@@ -256,22 +253,14 @@ def test_adam_over_mixed_dtypes_equals_torch_adam():
         np.testing.assert_allclose(r.detach().numpy(), p.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_adam_pickled_with_flat_moment_buffers_steps_on_as_before():
-    # the layout written before the fused kernel: one flat moment buffer per dtype
+def test_adam_round_trips_through_pickle_and_steps_on_as_before():
     params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
     adam = Adam([p.clone() for p in params], lr=0.1)
     grads = [[torch.randn_like(p) for p in params] for _ in range(6)]
     for g in grads[:3]:
         adam.step(g)
-
-    def flat(moments):
-        return {dtype: torch.cat([moments[i].reshape(-1) for i in idx]) for dtype, idx in adam.groups.items()}
-
-    legacy = {"params": [p.clone() for p in adam.params], "lr": adam.lr, "betas": adam.betas, "eps": adam.eps,
-              "groups": adam.groups, "exp_avg": flat(adam.exp_avg), "exp_avg_sq": flat(adam.exp_avg_sq), "steps": adam.steps}
-    restored = pickle.loads(pickle.dumps(legacy))
-    old = Adam.__new__(Adam)
-    old.__setstate__(restored)
+    old = pickle.loads(pickle.dumps(adam))
+    assert old.steps == 3 and all(torch.equal(a, b) for a, b in zip(old.exp_avg_sq, adam.exp_avg_sq))
     for g in grads[3:]:
         adam.step(g)
         old.step(g)
@@ -681,7 +670,9 @@ def test_misfit_sign_test():
     assert misfit_p_value(exceed) == pytest.approx(sum(math.comb(30, k) for k in range(20, 31)) / 2**30)
 
 
-class RecordingSurrogate:
+class RecordingSurrogate(Surrogate):
+    capabilities = SurrogateCapabilities(misfit=True)
+
     def __init__(self):
         self.calls = []
         self.errors = np.zeros(0)
@@ -726,6 +717,55 @@ def test_policy_refines_on_evidence_of_misfit_and_at_the_latest_on_the_clock():
     assert clock.schedule.refine_on_misfit is None  # the default: the clock only
     with pytest.raises(ValueError, match="refine_on_misfit"):
         FitSchedule(refine_every=1, refine_on_misfit=1.5)
+
+
+def test_policy_uses_only_the_capabilities_a_surrogate_declares():
+    class NoMisfit(RecordingSurrogate):
+        capabilities = SurrogateCapabilities()  # misfit() exists but is not declared
+
+        def misfit(self):
+            raise AssertionError("asked for an undeclared capability")
+
+    surrogate = NoMisfit()
+    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
+                             FitSchedule(refine_every=3, refine_on_misfit=0.01, rescale_when_outdated=True))
+    obs = Observations(max_t=50, do_minimize=False)
+    obs.add_trial(0, {}, np.zeros(1))
+    for epoch in range(1, 8):
+        obs.add_result(0, epoch, 1.0)
+        policy.fit(obs, seed=0)
+    # the clock alone: scratch, then refined every 3 observations
+    assert surrogate.calls == ["scratch", "condition", "condition", "refine", "condition", "condition", "refine"]
+    assert policy._can_rescale() is False
+    with pytest.raises(ValueError, match="condition_on_pending=True needs a surrogate with the pending capability; "
+                                         "NoMisfit has SurrogateCapabilities"):
+        SurrogatePolicy(NoMisfit(), MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1),
+                        condition_on_pending=True)
+    assert DeepKernelGP.capabilities == SurrogateCapabilities(misfit=True, pending=True)
+    assert PowerLawEnsemble.capabilities == SurrogateCapabilities(rescale=True)
+
+
+def test_pending_results_reach_the_surrogate_through_the_policy_without_changing_the_fitted_model():
+    class Pending(RecordingSurrogate):
+        capabilities = SurrogateCapabilities(pending=True)
+
+        def predict(self, candidates, budget, pending=None, pending_budget=None):
+            self.calls.append(("predict", None if pending is None else len(pending)))
+            return np.zeros(len(candidates)), np.ones(len(candidates))
+
+    obs = Observations(max_t=5, do_minimize=False)
+    for tid in (0, 1):
+        obs.add_trial(tid, {}, np.full(1, 0.1 * tid))
+        obs.add_result(tid, 1, 0.5 + 0.1 * tid)
+    cands = Candidates(np.zeros((2, 1)), np.array([2, 2]), np.full((2, 5), np.nan), [0, 1], [{}, {}])
+    pending = Candidates(np.ones((1, 1)), np.array([2]), np.full((1, 5), np.nan), [2], [{}])
+    for condition, expected in ((True, 1), (False, None)):
+        surrogate = Pending()
+        policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1),
+                                 condition_on_pending=condition)
+        model = policy.fit(obs, seed=0)
+        policy.score(model, cands, obs, pending=pending)
+        assert surrogate.calls[-1] == ("predict", expected) and model.pending is None
 
 
 def test_refines_every_refine_every_observations_or_a_fraction_of_all_whichever_is_more():

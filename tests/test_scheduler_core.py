@@ -28,6 +28,7 @@ class PreferencePolicy(SurrogatePolicy):
         self.prefer = prefer  # callable(trial_id or None, config) -> score
         self.min_observations = 1
         self.updates = 0
+        self.condition_on_pending = False
 
     def ready(self, observations):
         return observations.num_observations >= self.min_observations
@@ -35,7 +36,7 @@ class PreferencePolicy(SurrogatePolicy):
     def fit(self, observations, seed):
         self.updates += 1
 
-    def score(self, model, candidates, observations):
+    def score(self, model, candidates, observations, pending=None):
         return np.array([self.prefer(t, c) for t, c in zip(candidates.trial_ids, candidates.configs)], dtype=float)
 
     def reset(self):
@@ -210,7 +211,7 @@ def test_bad_input_errors():
 
 def test_surrogate_failure_falls_back_without_losing_data():
     class Exploding(PreferencePolicy):
-        def score(self, model, candidates, observations):
+        def score(self, model, candidates, observations, pending=None):
             raise RuntimeError("cholesky exploded")
 
     s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidates=CandidateOptions(configs=TABLE),
@@ -430,7 +431,7 @@ class RecordingPreference(PreferencePolicy):
         super().__init__(_prefer_high_x)
         self.offered: list[list[float]] = []
 
-    def score(self, model, candidates, observations):
+    def score(self, model, candidates, observations, pending=None):
         self.offered.append([c["x"] for t, c in zip(candidates.trial_ids, candidates.configs) if t is None])
         return super().score(model, candidates, observations)
 
@@ -775,7 +776,7 @@ def test_dyhpo_completes_one_committed_leader_and_deep_power_law_leaders_for_the
 
 
 @pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
-def test_normalisation_scores_reach_the_policy_and_old_pickles_fit_on_every_score(method):
+def test_normalisation_scores_reach_the_policy_and_survive_a_pickle(method):
     # the default switches to each trial's best only when every score would collapse the scale
     import syne_dyhpo
 
@@ -784,24 +785,19 @@ def test_normalisation_scores_reach_the_policy_and_old_pickles_fit_on_every_scor
     assert s.policy.normalisation_scores == s.metadata()["policy"]["normalisation_scores"] == "trials_if_alike"
     with pytest.raises(ValueError, match=r"normalisation_scores must be one of 'epochs', 'trials', 'trials_if_alike', got 1"):
         cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalisation_scores=1)
-    # a policy pickled before the option existed fits its transform on every score, as it did
-    state = s.policy.__getstate__()
-    del state["normalisation_scores"]
-    old = SurrogatePolicy.__new__(SurrogatePolicy)
-    old.__setstate__(state)
-    assert old.normalisation_scores == "epochs"
+    assert pickle.loads(pickle.dumps(s.policy)).normalisation_scores == "trials_if_alike"
     assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "trials_if_alike"
 
 
-def test_deep_power_law_trains_as_version_0_1_the_paper_config_has_batch_norm_and_old_pickles_keep_their_nets():
+def test_deep_power_law_default_training_the_paper_config_has_batch_norm_and_a_pickle_keeps_the_nets():
     import dill
 
     from syne_dyhpo import DeepPowerLaw, PowerLawConfig
 
     space = {"x": uniform(0, 1), "y": uniform(0, 1)}
     default = DeepPowerLaw(space, metric="loss", max_t=5)
-    # version 0.1's ensemble training up to 1000 observations (no BatchNorm, 16 steps per
-    # refinement, 250 epochs from scratch), bounded beyond; the paper's config has BatchNorm
+    # no BatchNorm, 16 steps per refinement, at most 4000 from scratch, fewer steps per
+    # refinement beyond 2000 observations; the paper's config has BatchNorm
     assert default.policy.surrogate.config == PowerLawConfig(
         max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
     )
@@ -812,13 +808,8 @@ def test_deep_power_law_trains_as_version_0_1_the_paper_config_has_batch_norm_an
     trials = drive_one_worker(s, steps=12)
     ensemble = s.policy.surrogate
     assert ensemble._nets is not None and ensemble._nets.norms is None
-    # what a scheduler pickled before the option existed holds: neither field
-    del ensemble.config.__dict__["batch_norm"]
-    del ensemble.config.__dict__["refine_steps_shrink_after"]  # nor this later one
-    del ensemble._nets.__dict__["norms"]
-    old = dill.loads(dill.dumps(s))
-    assert old.policy.surrogate.config.batch_norm is False
-    assert old.policy.surrogate.config.refine_steps_shrink_after is None  # its cap held at any size
+    old = dill.loads(dill.dumps(s))  # as Tuner.save / Tuner.load do
+    assert old.policy.surrogate.config == ensemble.config
     assert old.policy.surrogate._nets.norms is None
     num_observations = old.observations.num_observations
     for _ in range(6):  # it fits, refines and decides on as before

@@ -170,14 +170,14 @@ class DecisionMaker:
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
             return self._fallback(err, num)
         candidates = make_candidates(records, new_configs, new_x, self.observations, self.segment_end)
-        if running and getattr(self.policy, "condition_on_pending", False):
-            # their next results are on their way: the model conditions on them (each at the
-            # epoch its current segment ends)
-            model.pending = make_candidates(
+        pending = None
+        if running and self.policy.condition_on_pending:
+            # their next results are on their way (each at the epoch its current segment ends)
+            pending = make_candidates(
                 list(running), [], np.zeros((0, new_x.shape[1])), self.observations, lambda r: r.segment_end
             )
         try:
-            values = np.asarray(self.policy.score(model, candidates, self.observations), dtype=float)
+            values = np.asarray(self.policy.score(model, candidates, self.observations, pending=pending), dtype=float)
             if values.shape != (num,) or np.any(np.isnan(values)):
                 raise FloatingPointError("acquisition returned NaN values")
             return values

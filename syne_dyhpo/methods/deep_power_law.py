@@ -61,12 +61,8 @@ DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
 #: the authors' code), and capped training. A refinement runs at most 16 minibatch steps (the
 #: paper's 20 epochs are 320 steps at 1000 observations), fewer beyond 2000 observations
 #: (``refine_steps_shrink_after``), and a fit from scratch at most 4000 (the paper's 250 epochs up
-#: to 1024 observations). A step of the 5 x 128 x 128 ensemble is about 30 MFLOP, so the steps
-#: are most of a decision's cost (docs/speed.md). This is version 0.1's ensemble training up to
-#: 1024 observations, where it decides alike; with BatchNorm and 4 steps per refinement (the
-#: default before, ``benchmarks/runner.py``'s ``BN_FOUR_STEPS``) DeepPowerLaw started fewer
-#: configurations and was behind version 0.1 on LCBench (``benchmarks/RESULTS.md``, "DeepPowerLaw
-#: with version 0.1's ensemble training").
+#: to 1024 observations): the steps are most of a decision's cost. ``PowerLawConfig()`` is the
+#: paper's; docs/deviations.md says why each cap and what it costs.
 DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(
     max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
 )
@@ -91,8 +87,8 @@ class DeepPowerLaw(FreezeThawScheduler):
         :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the authors'
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
+        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
+        Defaults to ``"trials_if_alike"``
     :param completion: the incumbent completion (see
         :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
         :data:`DEFAULT_COMPLETION`; None is the paper (no completion)

@@ -55,35 +55,24 @@ class MultiFidelityLogEI(LogExpectedImprovement):
         return per_budget_incumbent(self.best_per_budget, candidates.budget)
 
 
-#: Default training schedule of DyHPO's GP. The paper's (:func:`paper_fit_schedule`: refine
-#: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined (warm start) every 21 observations and retrained
-#: from scratch when the data has grown 4-fold, while every decision still conditions the GP on
-#: all data. 21: fewer than one decision in 20 refines (a refine costs several times a decision
-#: without one), so the 95th percentile of decision latency is not a refine (``docs/speed.md``);
-#: every 15, as in version 0.1, is ``replace(DEFAULT_FIT_SCHEDULE, refine_every=15)`` (1.2x the
-#: CPU, regret level on the development tasks: ``benchmarks/RESULTS.md``, ``DyHPO-every15``).
-#: Beyond 2100 observations, refines come every 1 % of the data (``refine_every_fraction``:
-#: every 50 observations at 5,000), which bounds a large study's decision latency.
+#: Default training schedule of DyHPO's GP: the kernel is refined (warm start) every 21
+#: observations, beyond 2100 observations every 1 % of the data (``refine_every_fraction``),
+#: and retrained from scratch when the data has grown 4-fold; every decision conditions the GP
+#: on all data. The paper's is :func:`paper_fit_schedule` (refined after every observation);
+#: docs/deviations.md says why and what each costs.
 DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=21, refit_growth=4.0, refine_every_fraction=0.01)
 
 #: A cheaper schedule for large studies: the kernel refined on evidence of misfit
 #: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
-#: sign test at level 0.01), at the latest every 100 observations. About a fifth less CPU per
-#: 1000-epoch run than :data:`DEFAULT_FIT_SCHEDULE` (a simulated LCBench run: 8.8 against 11.2
-#: s), but higher regret at 100 % of the budget on the 24 development LCBench tasks with one
-#: worker (fully trained 0.029 against 0.023, p = 0.02; ``benchmarks/RESULTS.md``,
-#: ``DyHPO-refine-on-misfit``; ``docs/speed.md``).
+#: sign test at level 0.01), at the latest every 100 observations. Less CPU than
+#: :data:`DEFAULT_FIT_SCHEDULE`, at some cost in regret (docs/deviations.md).
 MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
 #: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
 #: posterior conditioned on at most about 512 observations (``max_condition_points``: every
 #: configuration's latest, then the most recent; the paper's exact GP on all: None), which
-#: bounds a decision's cost beyond that. 512 against 1024 on the development grid, where runs
-#: reach 1000 observations: regret at 100 % of the budget level or lower in all eight cells,
-#: decision latency at 5,000 observations about two thirds; 256 raised the 4-worker TaskSet
-#: regret (``docs/speed.md``, ``benchmarks/RESULTS.md``, ``DyHPO-cond1024``, ``DyHPO-cond256``).
+#: bounds a decision's cost. ``DeepKernelGPConfig()`` is the paper's.
 DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=512)
 
 
@@ -122,8 +111,8 @@ class DyHPO(FreezeThawScheduler):
         what a running trial is already finding out. Defaults to False (the paper)
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
+        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
+        Defaults to ``"trials_if_alike"``
     :param completion: the incumbent completion (see
         :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
         :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
