@@ -178,9 +178,9 @@ class TrialLifecycle:
                 f"(max_resource_attr='{self.max_resource_attr}'), which is set on every start and resume"
             )
         message = (
-            f"trial_id {record.trial_id}: {epochs} of its curve are lost ({evidence}): its job trained "
-            f"past the end of its segment, and results reported after a pause are dropped. They are "
-            f"recorded as missing. {advice}"
+            f"trial_id {record.trial_id}: lost {epochs} of its curve ({evidence}): its job trained past "
+            f"the end of its segment, and results reported after a pause are dropped. They are recorded "
+            f"as missing. {advice}"
         )
         if self.lost_epochs_logged:
             logger.info(message)
