@@ -49,7 +49,7 @@ UNKNOWN_SECONDS_PER_EPOCH = 0.03
 
 def prior_seconds_per_epoch(method: str) -> float:
     """
-    :param method: Method name (variants such as "DyHPO-SH" match their base name)
+    :param method: Method name (variants such as "DyHPO-no-completion" match their base name)
     :return: Prior wall seconds per simulated epoch
     """
     for prefix, seconds in PRIOR_SECONDS_PER_EPOCH:

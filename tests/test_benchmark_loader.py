@@ -1,5 +1,4 @@
 import json
-import math
 import time
 
 import numpy as np
@@ -238,23 +237,3 @@ def test_report_from_results_folder(tiny_folder, tmp_path):
     assert "| tinybench | 1 | RandomSearch | 1 |" in md  # benchmark | n_workers | method | runs
     assert (tmp_path / "report" / "summary.md").exists()
     assert (tmp_path / "report" / "regret_tinybench.png").stat().st_size > 1000
-
-
-@pytest.mark.slow  # starts a Tuner
-def test_decision_paths_count_every_decision_of_a_run_once(tiny_folder, tmp_path):
-    from benchmarks.decision_paths import counting_decisions
-    from syne_dyhpo.core import decision
-
-    spec = RunSpec("DeepPowerLaw", str(tiny_folder), "taskA", seed=0, budget_epochs=20, n_workers=1)
-    decide = decision.DecisionMaker.decide
-    with counting_decisions(near=0.0, within=math.inf) as counts:
-        summary = run_one(spec, tmp_path)
-    assert decision.DecisionMaker.decide is decide  # restored
-    # one worker: every decision is one epoch run, and the run may end before the last one
-    # (which may be a start)
-    assert summary["n_epochs_simulated"] <= sum(counts.values()) <= summary["n_epochs_simulated"] + 1
-    last_not_run = sum(counts.values()) - summary["n_epochs_simulated"]
-    assert summary["n_trials"] <= counts["start"] <= summary["n_trials"] + last_not_run
-    assert not any("elsewhere" in key for key in counts)  # everything is within inf of 0
-    resumes = sum(n for key, n in counts.items() if key.startswith("resume"))
-    assert resumes == sum(counts.values()) - counts["start"] > 0

@@ -27,9 +27,9 @@ def _spec(method, budget=1000, seed=0):
 
 
 def test_prior_puts_model_based_methods_far_above_cheap_ones():
-    rs, asha = prior_seconds_per_epoch("RandomSearch"), prior_seconds_per_epoch("ASHA-nearest")
-    bohb, dy = prior_seconds_per_epoch("BOHB"), prior_seconds_per_epoch("DyHPO-SH")
-    dpl = prior_seconds_per_epoch("DeepPowerLaw-paper")
+    rs, asha = prior_seconds_per_epoch("RandomSearch"), prior_seconds_per_epoch("ASHA")
+    bohb, dy = prior_seconds_per_epoch("BOHB"), prior_seconds_per_epoch("DyHPO-no-completion")
+    dpl = prior_seconds_per_epoch("DeepPowerLaw-no-completion")
     assert max(rs, asha) * 5 <= bohb and bohb * 2 <= min(dy, dpl)
     assert prior_seconds_per_epoch("SomethingNew") == UNKNOWN_SECONDS_PER_EPOCH
     assert expected_run_seconds(_spec("ASHA", 500)) == pytest.approx(

@@ -80,7 +80,7 @@ def long():
     dy = 0.1 + 0.01 * np.arange(6)
     rows += _rows("b", 1, "DyHPO", tasks, seeds, {0.5: (0.3, 1.0), 1.0: (dy, 1.0)})
     # a variant identical to BOHB at 100 %
-    rows += _rows("b", 1, "DyHPO-SH", tasks, seeds, {0.5: (0.4, 0.95), 1.0: (0.2, 0.7)})
+    rows += _rows("b", 1, "DyHPO-no-completion", tasks, seeds, {0.5: (0.4, 0.95), 1.0: (0.2, 0.7)})
     # 4 workers: no BOHB; DyHPO lacks seed 2
     rows += _rows("b", 4, "ASHA", ["t1"], seeds, {1.0: (0.5, 0.5)})
     rows += _rows("b", 4, "DyHPO", ["t1"], [0, 1], {1.0: (0.4, 0.6)})
@@ -101,7 +101,7 @@ def _cell(paired, **kw):
 def test_paired_comparison_against_best_reference(long):
     paired = paired_comparison(long)
     assert set(paired["benchmark"]) == {"b"}  # family c has no ASHA/BOHB
-    assert set(paired["method"]) == {"DyHPO", "DyHPO-SH"}  # RandomSearch is neither
+    assert set(paired["method"]) == {"DyHPO", "DyHPO-no-completion"}  # RandomSearch is neither
     w1 = dict(benchmark="b", n_workers=1, task=POOLED)
     r = _cell(paired, **w1, budget="100%", regret="anytime", method="DyHPO")
     assert r["reference"] == "BOHB" and r["pairs"] == 6
@@ -116,7 +116,7 @@ def test_paired_comparison_against_best_reference(long):
     r = _cell(paired, **w1, budget="100%", regret="fully-trained", method="DyHPO")
     assert r["reference"] == "BOHB" and r["losses"] == 6 and r["diff"] == pytest.approx(0.3)
     assert r["ratio to ASHA"] == pytest.approx(1.0 / 0.8)
-    r = _cell(paired, **w1, budget="100%", regret="anytime", method="DyHPO-SH")
+    r = _cell(paired, **w1, budget="100%", regret="anytime", method="DyHPO-no-completion")
     assert r["ties"] == 6 and r["p"] == 1.0
     # per task: 3 seeds each
     r = _cell(paired, benchmark="b", n_workers=1, task="t1", budget="100%", regret="anytime",
@@ -138,7 +138,7 @@ def test_summary_groups_by_workers(long):
     table = summary_table(long)
     b = table[table["benchmark"] == "b"]
     assert list(zip(b["n_workers"], b["method"])) == [
-        (1, "DyHPO"), (1, "DyHPO-SH"), (1, "ASHA"), (1, "BOHB"), (1, "RandomSearch"),
+        (1, "DyHPO"), (1, "DyHPO-no-completion"), (1, "ASHA"), (1, "BOHB"), (1, "RandomSearch"),
         (4, "DyHPO"), (4, "ASHA"),
     ]
     dy1 = b[(b["n_workers"] == 1) & (b["method"] == "DyHPO")].iloc[0]
@@ -238,117 +238,3 @@ def test_cli_runs_the_grid_per_worker_count(tmp_path):
     # --report-only with one worker count reports only that one
     assert run_benchmarks.main(args + ["--n-workers", "2", "--report-only"]) == 0
     assert list(pd.read_csv(tmp_path / "rep" / "summary.csv")["n_workers"]) == [2]
-
-
-def test_ablation_pairs_runs_by_task_seed_and_workers_and_tests_the_differences():
-    import pandas as pd
-
-    from benchmarks.ablation import paired_table
-
-    rows = []
-    for seed in range(6):
-        for method, offset in (("A", 0.1), ("B", 0.0)):
-            for point in (0.25, 0.5, 1.0):
-                rows.append(dict(benchmark="taskset", task="t", method=method, seed=seed, n_workers=1,
-                                 budget_point=point, regret=0.2 + offset + 0.01 * seed, trained_regret=0.5))
-    # a run of A alone is not paired with anything
-    rows.append(dict(benchmark="taskset", task="u", method="A", seed=0, n_workers=1, budget_point=1.0,
-                     regret=9.0, trained_regret=9.0))
-    table = paired_table(pd.DataFrame(rows), "A", "B")
-    line = next(r for r in table.splitlines() if r.startswith("| TaskSet"))
-    cells = [c.strip() for c in line.strip("|").split("|")]
-    assert cells[:3] == ["TaskSet", "1", "6"]
-    at_100 = cells[3].split("<br>")[2]
-    assert at_100.startswith("0.3250 / 0.2250 (")  # A is 0.1 worse on every pair
-    assert float(at_100.split("(")[1].rstrip(")")) < 0.05  # 6 differences of one sign
-    assert cells[4].split("<br>")[2] == "0.5000 / 0.5000 (-)"  # no difference in trained regret
-    assert "no common runs" in paired_table(pd.DataFrame(rows), "A", "C")
-
-
-def test_behind_rates_count_draws_where_the_variant_loses_significantly():
-    from benchmarks.ablation import behind_markdown, behind_rates
-
-    rows = []
-    # task t0: A is 0.1 worse than B on every seed (a draw of t0 alone: 6 pairs of one sign,
-    # exact p = 0.03); task t1: A is 0.1 better; task t2: A and B tie (no evidence either way)
-    for task, offset in (("t0", 0.1), ("t1", -0.1), ("t2", 0.0)):
-        for seed in range(6):
-            for method, value in (("A", 0.3 + offset + 0.001 * seed), ("B", 0.3 + 0.001 * seed)):
-                for point in (0.25, 0.5, 1.0):
-                    rows.append(dict(benchmark="lcbench-extra", task=task, method=method, seed=seed, n_workers=1,
-                                     budget_point=point, regret=value, trained_regret=0.5))
-    long = pd.DataFrame(rows)
-    # one task of the three, all six seeds: behind iff t0 drawn, level or ahead iff t1 or t2
-    one_task = behind_rates(long, "A", "B", {"LCBench": 1}, seeds_per_draw=6, draws=3000, random_seed=2)
-    anytime = one_task[one_task.regret == "anytime"].iloc[0]
-    assert (anytime["family"], anytime["tasks"], anytime["seeds"]) == ("LCBench", 1, 6)
-    assert 0.30 < anytime["behind@100%"] < 0.37 and 0.63 < anytime["level or ahead@100%"] < 0.70
-    # three seeds of t0 are too few pairs for p < 0.05 (the smallest two-sided p is 0.25)
-    few_seeds = behind_rates(long, "A", "B", {"LCBench": 1}, seeds_per_draw=3, draws=500, random_seed=2)
-    assert few_seeds[few_seeds.regret == "anytime"]["behind@50%"].iloc[0] == 0.0
-    trained = one_task[one_task.regret == "fully trained"].iloc[0]
-    assert trained["behind@25%"] == 0.0 and trained["level or ahead@25%"] == 1.0  # equal everywhere
-    assert "| LCBench | 1 | anytime | 1 x 6 |" in behind_markdown(one_task, "A", "B")
-    with pytest.raises(ValueError, match="seeds_per_draw=7 but LCBench with 1 workers has 6 seeds"):
-        behind_rates(long, "A", "B", {}, seeds_per_draw=7)
-    with pytest.raises(ValueError, match="draws must be >= 1, got 0"):
-        behind_rates(long, "A", "B", {}, seeds_per_draw=1, draws=0)
-
-
-def test_targets_compare_ours_with_the_better_reference_on_common_runs():
-    from benchmarks.targets import target_table, to_markdown
-
-    rows = []
-    values = {  # method -> (anytime, fully trained) at every budget point
-        "DyHPO": (0.1, 0.5), "DeepPowerLaw": (0.3, 0.2), "ASHA": (0.4, 0.4), "BOHB": (0.2, 0.3),
-    }
-    for bench in ("lcbench", "lcbench-extra"):
-        for method, (anytime, trained) in values.items():
-            for seed in (0, 1):
-                for b in (0.25, 0.5, 1.0):
-                    rows.append(dict(benchmark=bench, task=f"{bench}-t", method=method, seed=seed, n_workers=4,
-                                     budget_point=b, regret=anytime, trained_regret=trained))
-    # a run only one method has is left out of the cell
-    rows.append(dict(benchmark="lcbench", task="lcbench-t", method="DyHPO", seed=9, n_workers=4,
-                     budget_point=1.0, regret=1.0, trained_regret=1.0))
-    table = target_table(pd.DataFrame(rows))
-    assert set(table["family"]) == {"LCBench"} and set(table["runs"]) == {4}  # both folders pooled
-    row = table[(table.method == "DyHPO") & (table.regret == "anytime")].iloc[0]
-    assert row["ours@100%"] == pytest.approx(0.1) and row["reference@100%"] == pytest.approx(0.2)
-    assert row["met@100%"] and row["vs ASHA@100%"] == pytest.approx(0.25)
-    row = table[(table.method == "DeepPowerLaw") & (table.regret == "anytime")].iloc[0]
-    assert not row["met@25%"]  # 0.3 against BOHB's 0.2
-    row = table[(table.method == "DyHPO") & (table.regret == "fully trained")].iloc[0]
-    assert not row["met@50%"] and row["reference@50%"] == pytest.approx(0.3)
-    assert "6 of 12 cells" in to_markdown(table)
-
-
-def test_holding_rates_draw_tasks_and_seeds_paired_across_methods():
-    from benchmarks.targets import holding_markdown, holding_rates
-
-    rows = []
-    # task t0: DyHPO beats both references by 0.1 on every seed; task t1: it loses by 0.3.
-    # DeepPowerLaw ties BOHB everywhere (ties hold). A draw of 1 task holds iff it drew t0.
-    for task, dyhpo in (("t0", 0.1), ("t1", 0.5)):
-        for seed in range(4):
-            for method, value in (("DyHPO", dyhpo), ("DeepPowerLaw", 0.2), ("ASHA", 0.3), ("BOHB", 0.2)):
-                for b in (0.25, 0.5, 1.0):
-                    rows.append(dict(benchmark="lcbench", task=task, method=method, seed=seed, n_workers=1,
-                                     budget_point=b, regret=value, trained_regret=value))
-    long = pd.DataFrame(rows)
-    one_task = holding_rates(long, {"LCBench": 1}, seeds_per_draw=2, draws=4000, random_seed=1)
-    dyhpo = one_task[(one_task.method == "DyHPO") & (one_task.regret == "anytime")].iloc[0]
-    assert 0.47 < dyhpo["holds@25%"] < 0.53 and (dyhpo["tasks"], dyhpo["seeds"]) == (1, 2)
-    assert (one_task[one_task.method == "DeepPowerLaw"][["holds@25%", "holds@50%", "holds@100%"]] == 1.0).all().all()
-    # with two tasks a draw holds only without t1: (t0, t0) in a quarter of the draws
-    two_tasks = holding_rates(long, {"LCBench": 2}, seeds_per_draw=4, draws=4000, random_seed=1)
-    assert 0.22 < two_tasks[two_tasks.method == "DyHPO"]["holds@100%"].iloc[0] < 0.28
-    # issue 15's TaskSet bound, 0.7x ASHA's regret (0.21 here): t0's 0.1 is within it, t1's 0.5 not
-    assert 0.22 < two_tasks[two_tasks.method == "DyHPO"]["within ASHA ratio@100%"].iloc[0] < 0.28
-    assert (two_tasks[two_tasks.method == "DeepPowerLaw"]["within ASHA ratio@100%"] == 1.0).all()
-    text = holding_markdown(one_task)
-    assert "| LCBench | 1 | anytime | DyHPO | 1 x 2 |" in text and "of 12." in text and "<= 0.7x ASHA" in text
-    with pytest.raises(ValueError, match="seeds_per_draw=5 but LCBench with 1 workers has 4 seeds"):
-        holding_rates(long, {}, seeds_per_draw=5)
-    with pytest.raises(ValueError, match="draws must be >= 1, got 0"):
-        holding_rates(long, {}, seeds_per_draw=1, draws=0)

@@ -52,5 +52,5 @@ def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
 
 
 def test_runner_variants_are_accepted_with_the_simulator():
-    args = latency.parse_args(["--simulator", "src", "task", "--methods", "DyHPO-keep224"])
-    assert args.methods == ["DyHPO-keep224"]
+    args = latency.parse_args(["--simulator", "src", "task", "--methods", "DyHPO-no-completion"])
+    assert args.methods == ["DyHPO-no-completion"]
