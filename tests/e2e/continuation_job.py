@@ -9,7 +9,7 @@ new results (at most once a second). Scenarios (:func:`main`):
   and Syne Tune's own saves rarely catch one of them in flight: once a loop of the Tuner ends
   with a trial in flight after its first epoch and a paused trial, the job saves the tuner with
   ``Tuner.save`` (what Syne Tune calls), and the next result is the kill point;
-* ``"fast"``: ``tests/fake_train.py`` (no torch, epochs of 0.1 to 0.6 s, processes that linger
+* ``"fast"``: ``tests/e2e/fake_train.py`` (no torch, epochs of 0.1 to 0.6 s, processes that linger
   after their segment), new trials all along. Syne Tune's own saves run until a loop of the
   Tuner ends with a paused trial and a trial in flight after its first epoch; the job then
   saves the tuner itself (``Tuner.save``, what Syne Tune calls) and turns Syne Tune's further
@@ -39,7 +39,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 for _path in (str(REPO), str(REPO / "launch")):
     if _path not in sys.path:
         sys.path.insert(0, _path)
@@ -72,7 +72,7 @@ class Scenario:
             self.metric, self.do_minimize = mlp_config_space.METRIC, False
             self.config_space = mlp_config_space.make_config_space(max_epochs=self.max_t, seed=1)
         else:
-            self.entry_point = REPO / "tests" / "fake_train.py"
+            self.entry_point = Path(__file__).resolve().parent / "fake_train.py"
             self.metric, self.do_minimize = "loss", True
             self.config_space = {"x": uniform(0.0, 1.0), "epochs": self.max_t, "linger": 60}
 

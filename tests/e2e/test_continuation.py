@@ -4,11 +4,11 @@ Item 2: a real ``Tuner`` on Syne Tune's simulator saves itself (``save_tuner=Tru
 in flight; ``Tuner.load`` + ``run()`` must resume those trials where their curves stopped
 instead of leaving them RUNNING for ever.
 
-Item 8: a real tuning process (DyHPO, ``LocalBackend``, ``tests/continuation_job.py``) is
+Item 8: a real tuning process (DyHPO, ``LocalBackend``, ``tests/e2e/continuation_job.py``) is
 SIGKILLed mid-run; ``Tuner.load`` + ``run()`` in this process must keep every result observed
 before the kill and resume the paused and interrupted trials from their checkpoints, without
 training any epoch twice. With ``launch/train_mlp.py`` the whole process group is killed (what a
-user should do); with the fast ``tests/fake_train.py`` only the tuner process, so its jobs live
+user should do); with the fast ``tests/e2e/fake_train.py`` only the tuner process, so its jobs live
 on as orphans that the restore must kill, and trials started after the last save must neither
 lose what they reported nor collide with the trials that get their ids.
 """
@@ -176,7 +176,7 @@ def test_unpickled_without_a_tuner_keeps_interrupted_trials_and_their_data(caplo
 
 # ----- item 8: a real tuning process killed with SIGKILL ----------------------------------------
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 TESTS = Path(__file__).resolve().parent
 
 
@@ -242,7 +242,7 @@ class RunningJobs(TunerCallback):
 
 
 class KilledRun:
-    """A tuning job of ``tests/continuation_job.py`` run until its kill point, and what it left
+    """A tuning job of ``tests/e2e/continuation_job.py`` run until its kill point, and what it left
     behind once killed (read before anything is continued)."""
 
     def __init__(self, tmp_path: Path, scenario: str):
@@ -414,7 +414,7 @@ class StopNewTrialsAfter(TunerCallback):
 
 @pytest.mark.timeout(200)
 def test_tuner_process_sigkilled_alone_orphans_and_unsaved_trials(tmp_path, monkeypatch, caplog):
-    """Fast jobs (``tests/fake_train.py``) that linger after their segment; only the tuner process
+    """Fast jobs (``tests/e2e/fake_train.py``) that linger after their segment; only the tuner process
     is SIGKILLed, so its jobs live on as orphans; trials were started after the last save."""
     caplog.set_level(logging.INFO, logger="syne_dyhpo")
     run = KilledRun(tmp_path, "fast")

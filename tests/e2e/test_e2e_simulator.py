@@ -1,34 +1,39 @@
 """End-to-end: DyHPO and DeepPowerLaw driven by a real Syne Tune Tuner on the simulator.
 
-Each run simulates a few hundred epochs of an LCBench and a TaskSet task (the repo's copy of
-the development data) with 1 and 4 workers; assertions read the Tuner's results.
+Each run simulates a few hundred epochs of an LCBench or a TaskSet task (the repo's copy of
+the development data, read with Syne Tune's ``deserialize``) with 1 or 4 workers, the table's
+rows as ``candidate_configs`` and exact segments (``max_resource_attr``); assertions read the
+Tuner's results.
 """
 
 import json
-import time
 
-import numpy as np
 import pandas as pd
 import pytest
 
-from conftest import data_folder
-from benchmarks.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
+import syne_dyhpo
+from conftest import shipped_task, simulate_tuner
 
 pytestmark = pytest.mark.slow
 
-TASKS = [
-    ("lcbench", "Australian", "epoch"),
-    ("taskset", "FixedTextRNNClassification_imdb_patch32_GRU64_avg_bs128", "step"),
-]
+LCBENCH = ("lcbench", "Australian")
+TASKSET = ("taskset", "FixedTextRNNClassification_imdb_patch32_GRU64_avg_bs128")
 MAX_T = 50
 BUDGET = 400
+SEGMENT_END = "segment_end"
 
 
-def simulate(tmp_path, method, bench, task, n_workers, seed=0, budget=BUDGET):
-    spec = RunSpec(method, str(data_folder(bench)), task, seed, budget, n_workers)
-    summary = run_one(spec, tmp_path)
-    df = pd.read_csv(run_dir(spec, tmp_path) / "results.csv.gz")
-    return summary, df
+def simulate(method, bench, task, n_workers, seed=0, budget=BUDGET):
+    blackbox, configs, meta = shipped_task(bench, task)
+    metric = meta["default_metric"]
+    scheduler = getattr(syne_dyhpo, method)(
+        blackbox.configuration_space, metric=metric, do_minimize=metric.endswith("loss"),
+        time_attr=meta["time_attr"], max_t=MAX_T, random_seed=seed, candidate_configs=configs,
+        max_resource_attr=SEGMENT_END,
+    )
+    _, df = simulate_tuner(scheduler, blackbox, n_workers, budget, max_resource_attr=SEGMENT_END,
+                           elapsed_time_attr=meta["metric_elapsed_time"], tuner_sleep_time=0.2)
+    return scheduler, df, meta
 
 
 def check_freeze_thaw_trajectory(df: pd.DataFrame, time_attr: str):
@@ -44,73 +49,31 @@ def check_freeze_thaw_trajectory(df: pd.DataFrame, time_attr: str):
     return resumed, finished
 
 
-@pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
-@pytest.mark.parametrize("bench, task, time_attr", TASKS)
-@pytest.mark.parametrize("n_workers", [1, 4])
-def test_tuner_run(tmp_path, method, bench, task, time_attr, n_workers):
-    summary, df = simulate(tmp_path, method, bench, task, n_workers)
-    assert summary["n_epochs_simulated"] >= BUDGET
-    resumed, finished = check_freeze_thaw_trajectory(df, time_attr)
+# each method on each task and with each worker count once
+@pytest.mark.parametrize("method, task, n_workers", [
+    ("DyHPO", LCBENCH, 4), ("DyHPO", TASKSET, 1), ("DeepPowerLaw", LCBENCH, 1), ("DeepPowerLaw", TASKSET, 4),
+])
+def test_tuner_run(method, task, n_workers):
+    scheduler, df, meta = simulate(method, *task, n_workers)
+    assert len(df) >= BUDGET - 4 * n_workers
+    resumed, finished = check_freeze_thaw_trajectory(df, meta["time_attr"])
     assert resumed >= 1, "no trial was ever resumed"
     assert finished >= 1, "no trial reached max_t"
-    meta = summary["scheduler_metadata"]
+    meta = scheduler.metadata()
+    json.dumps(meta)  # the Tuner stores it as JSON
     assert meta["num_fallbacks"] == 0, "surrogate failed during the run"
     assert meta["policy"]["num_full_fits"] >= 1
+    assert meta["metric_mode"] == ("max" if task == LCBENCH else "min")
     # the scheduler saw every epoch the tuner recorded for it
     assert meta["num_observations"] >= len(df) - 4 * n_workers
 
 
-def test_same_seed_same_decisions(tmp_path):
-    runs = []
-    for i in range(2):
-        _, df = simulate(tmp_path / str(i), "DeepPowerLaw", "lcbench", "Australian", n_workers=1, seed=3, budget=120)
-        runs.append(df[["trial_id", "epoch", "st_decision", "val_accuracy"]].reset_index(drop=True))
-    pd.testing.assert_frame_equal(runs[0], runs[1])
-    _, other = simulate(tmp_path / "other", "DeepPowerLaw", "lcbench", "Australian", n_workers=1, seed=4, budget=120)
-    assert not other[["trial_id", "epoch"]].equals(runs[0][["trial_id", "epoch"]]) or not other[
-        "val_accuracy"
-    ].equals(runs[0]["val_accuracy"])
+@pytest.mark.parametrize("method, task, budget", [("DeepPowerLaw", LCBENCH, 120), ("DyHPO", TASKSET, 80)])
+def test_same_seed_same_decisions(method, task, budget):
+    def decisions(seed):
+        _, df, meta = simulate(method, *task, n_workers=1, seed=seed, budget=budget)
+        return df[["trial_id", meta["time_attr"], "st_decision", meta["default_metric"]]].reset_index(drop=True)
 
-
-def test_same_seed_same_decisions_dyhpo(tmp_path):
-    runs = []
-    for i in range(2):
-        _, df = simulate(tmp_path / str(i), "DyHPO", "taskset", TASKS[1][1], n_workers=1, seed=5, budget=80)
-        runs.append(df[["trial_id", "step", "st_decision"]].reset_index(drop=True))
-    pd.testing.assert_frame_equal(runs[0], runs[1])
-
-
-def test_metadata_is_json(tmp_path):
-    summary, _ = simulate(tmp_path, "DyHPO", "lcbench", "Australian", n_workers=1, budget=30)
-    json.dumps(summary["scheduler_metadata"])
-    assert summary["scheduler_metadata"]["metric_mode"] == "max"
-
-
-class _SleepingScheduler(TimedScheduler):
-    """A scheduler made slow: real time passes in every result callback."""
-
-    def on_trial_result(self, trial, result):
-        time.sleep(0.3)
-        return super().on_trial_result(trial, result)
-
-
-def test_scheduler_compute_does_not_change_simulation(tmp_path, monkeypatch):
-    """Benchmarks simulate training time only: a slow scheduler (or a loaded machine) sees the
-    same trajectory. Syne Tune's default (charge_scheduler_time=True) does not."""
-    dpl = METHODS["DeepPowerLaw"]
-    # registered for this test only (monkeypatch restores the registry)
-    monkeypatch.setitem(
-        METHODS, "DeepPowerLaw-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(dpl(d, cs, configs, seed))
-    )
-
-    def frame(method, charge):
-        spec = RunSpec(method, str(data_folder("lcbench")), "Australian", 1, 40, 1)
-        run_one(spec, tmp_path / f"{method}-{charge}", charge_scheduler_time=charge)
-        df = pd.read_csv(run_dir(spec, tmp_path / f"{method}-{charge}") / "results.csv.gz")
-        return df[["trial_id", "epoch", "st_decision", "st_tuner_time"]]
-
-    fast = frame("DeepPowerLaw", False)
-    pd.testing.assert_frame_equal(frame("DeepPowerLaw-sleeping", False), fast)
-    charged = frame("DeepPowerLaw-sleeping", True)
-    # charged: simulated clocks drift apart and results pile up while the scheduler sleeps
-    assert not np.allclose(charged["st_tuner_time"].iloc[:5], fast["st_tuner_time"].iloc[:5])
+    first = decisions(3)
+    pd.testing.assert_frame_equal(decisions(3), first)
+    assert not decisions(4).equals(first)

@@ -17,7 +17,7 @@ from syne_tune.optimizer.scheduler import SchedulerDecision as D
 from syne_tune.report import retrieve
 from syne_tune.tuner_callback import TunerCallback
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "launch"))
 
 import tune_local  # noqa: E402

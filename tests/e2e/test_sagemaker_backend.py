@@ -1,6 +1,6 @@
 """SageMakerBackend against AWS mocks: moto for S3, CloudWatch Logs and SageMaker's
 CreateTrainingJob / DescribeTrainingJob, and a botocore Stubber (limited to that one
-operation) for StopTrainingJob, which moto does not implement. ``tests/sagemaker_fake.py``
+operation) for StopTrainingJob, which moto does not implement. ``tests/e2e/sagemaker_fake.py``
 plays SageMaker's part: job states, logs and, in the end-to-end test, real local
 processes for the jobs. Nothing here reaches AWS (fake credentials, everything mocked).
 
@@ -48,7 +48,7 @@ from syne_dyhpo.backends.s3 import S3Location  # noqa: E402
 from syne_dyhpo.backends.sagemaker import SageMakerBackend  # noqa: E402
 from syne_dyhpo.backends.sagemaker_job import job_name_base, training_job_name  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "launch"))
 
 TUNER = "unit-run-2025-01-01-00-00-00-000"

@@ -17,7 +17,7 @@ from syne_tune.report import retrieve
 
 from syne_dyhpo.checkpointing import CHECKPOINT_FILENAME, load_checkpoint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "launch" / "train_mlp.py"
 METRICS = ("epoch", "val_accuracy", "val_loss", "train_loss")
 # small model; dropout > 0 so that resuming must restore the RNG state exactly

@@ -809,46 +809,6 @@ def test_vectorised_sampling_and_encoding_equal_config_by_config():
         encoder.encode_many([configs[0], {k: v for k, v in configs[1].items() if k != "c"}])
 
 
-# ----- same seed, same decisions --------------------------------------------------------------
-
-
-@pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
-def test_same_seed_same_decisions_on_the_fast_paths(method):
-    from benchmarks.latency import drive
-
-    torch.manual_seed(123)  # the schedulers must not depend on the global torch seed
-    first = _decisions(method, drive)
-    torch.manual_seed(456)
-    assert _decisions(method, drive) == first
-
-
-def _decisions(method, drive):
-    import benchmarks.latency as latency
-
-    seen = []
-    original = latency.make_scheduler
-
-    def recording(*args, **kwargs):
-        scheduler = original(*args, **kwargs)
-        suggest = scheduler.suggest
-
-        def wrapped():
-            suggestion = suggest()
-            seen.append(None if suggestion is None else (suggestion.spawn_new_trial_id, suggestion.checkpoint_trial_id,
-                                                         tuple(sorted((suggestion.config or {}).items()))))
-            return suggestion
-
-        scheduler.suggest = wrapped
-        return scheduler
-
-    latency.make_scheduler = recording
-    try:
-        drive(method, 60, max_t=6, seed=3)
-    finally:
-        latency.make_scheduler = original
-    return seen
-
-
 def test_rows_never_scored_as_candidates_extend_the_factor_by_a_solve(fitted_gp):
     gp, obs, curves, transform = fitted_gp
     new = Candidates(np.random.RandomState(4).rand(6, 2), np.ones(6, dtype=int), np.full((6, obs.max_t), np.nan),
