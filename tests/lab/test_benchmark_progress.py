@@ -1,6 +1,8 @@
 """Grid progress: runs weighted by expected cost, library warnings routed to a log."""
 
+import io
 import json
+import logging
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
@@ -73,12 +75,30 @@ def test_bar_advances_by_expected_cost(tmp_path):
     progress.close()
 
 
-def test_warnings_go_to_the_log_not_stderr(tmp_path, capsys):
+@pytest.fixture
+def terminal():
+    """A plain stream handler on the root logger, as ``logging.basicConfig()`` (Syne Tune's
+    import) adds on the terminal; here its stream is a buffer."""
+    root = logging.getLogger()
+    handler = logging.StreamHandler(io.StringIO())
+    root.addHandler(handler)
+    yield handler.stream
+    root.removeHandler(handler)
+
+
+def test_warnings_go_to_the_log_not_stderr(tmp_path, capsys, terminal):
     log = tmp_path / WARNINGS_LOG
     with warnings_to_log(log):
         warnings.warn("pandas says: inplace is deprecated", FutureWarning)
+        logging.getLogger("syne_dyhpo.core.trials").warning("trial_id 3: NaN treated as diverged")
     assert "inplace is deprecated" in log.read_text()
+    assert "syne_dyhpo.core.trials WARNING: trial_id 3: NaN treated as diverged" in log.read_text()
     assert "inplace is deprecated" not in capsys.readouterr().err
+    assert terminal.getvalue() == ""
+    # afterwards log records reach the terminal again
+    logging.getLogger("syne_dyhpo.core.trials").warning("on the terminal again")
+    assert terminal.getvalue() == "on the terminal again\n"
+    assert "on the terminal again" not in log.read_text()
     # afterwards warnings are shown as before
     with pytest.warns(FutureWarning):
         warnings.warn("shown again", FutureWarning)
@@ -94,6 +114,28 @@ def test_spawned_worker_routes_warnings_to_the_log(tmp_path, capfd):
         ex.submit(warnings.warn, "fastparquet engine is deprecated", FutureWarning).result()
     assert "fastparquet engine is deprecated" in log.read_text()
     assert "fastparquet engine is deprecated" not in capfd.readouterr().err
+
+
+def test_worker_routing_removes_the_terminal_handlers(tmp_path, terminal):
+    log = tmp_path / WARNINGS_LOG
+    root, warnings_logger = logging.getLogger(), logging.getLogger("py.warnings")
+    saved = list(root.handlers), list(warnings_logger.handlers), warnings_logger.propagate
+    try:
+        route_worker_output(str(log))
+        logging.getLogger("syne_dyhpo.core.trials").warning("trial_id 4: NaN treated as diverged")
+    finally:
+        for h in set(root.handlers) - set(saved[0]):
+            root.removeHandler(h)
+            h.close()
+        for h in set(warnings_logger.handlers) - set(saved[1]):
+            warnings_logger.removeHandler(h)
+            h.close()
+        for h in saved[0]:
+            if h not in root.handlers:
+                root.addHandler(h)
+        warnings_logger.propagate = saved[2]
+        logging.captureWarnings(False)
+    assert "NaN treated as diverged" in log.read_text() and terminal.getvalue() == ""
 
 
 @pytest.mark.slow  # starts a Tuner, Ray or a process
