@@ -50,11 +50,10 @@ DEVIATIONS = (
 )
 
 GRID_COMMAND = """\
-DEV=/path/to/development/data  # holding lcbench, lcbench-extra, taskset
-for M in "ASHA BOHB RandomSearch DyHPO DeepPowerLaw" "DyHPO-no-completion DeepPowerLaw-no-completion"; do
-  PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
-      --methods $M --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev
-done"""
+DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
+PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
+    --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
+    --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 
 PROTOCOL = """\
 - **Tasks run:** {tasks}. LCBench: `lcbench` (6 tasks) and `lcbench-extra` (18), YAHPO surrogate
@@ -321,7 +320,7 @@ def render(
     parts = [
         "# Benchmark results",
         f"Written by `{command}` from the {n_runs} finished runs under `{results_dir}`, made by the "
-        f"development grid (from the repository root):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
+        f"development grid (from the repository root; `make benchmark DEV=...` runs both commands):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
         "Every number below comes from those runs; rerunning both commands reproduces the file.",
         "## Protocol",
         protocol,

@@ -497,7 +497,8 @@ def run_grid(
 ) -> tuple[list[dict[str, Any]], list[tuple[RunSpec, str]]]:
     """
     Runs all specs not finished yet in parallel processes. The progress bar counts expected
-    seconds, not runs, and library warnings go to ``warnings.log`` in ``results_dir`` (see
+    seconds, not runs (the dearest runs start first), and library warnings and log records go
+    to ``warnings.log`` in ``results_dir`` (see
     :mod:`benchmarks.progress`).
 
     :param specs: Runs
@@ -518,6 +519,8 @@ def run_grid(
     log_file = Path(results_dir) / WARNINGS_LOG
     log_size = log_file.stat().st_size if log_file.exists() else 0
     bar = GridProgress(todo, results_dir, disable=not progress)
+    # the dearest runs first: the grid ends on short runs, with every process busy until then
+    todo = [s for _, s in sorted(zip(bar.weights, todo), key=lambda ws: -ws[0])]
 
     def collect(spec: RunSpec, res: Any) -> None:
         (errors.append((spec, res)) if isinstance(res, str) else done.append(res))
