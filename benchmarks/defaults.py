@@ -1,6 +1,5 @@
-"""Our methods' default settings that benchmark variants change (dataclasses), and those
-defaults with some fields changed: shared by the runner's variants (``benchmarks/runner.py``)
-and ``benchmarks/latency.py --scheduler-arg ARGUMENT.FIELD=VALUE``. Imports the defaults only
+"""Our methods' default settings (dataclasses), and those defaults with some fields changed:
+``benchmarks/latency.py --scheduler-arg ARGUMENT.FIELD=VALUE``. Imports the defaults only
 when asked, so that importing this module costs nothing."""
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ import importlib
 from dataclasses import replace
 from typing import Any
 
-#: where each of our methods keeps the default of a scheduler argument that variants change
+#: where each of our methods keeps the default of a scheduler argument with fields to change
 DEFAULT_ARGUMENTS = {
     ("DyHPO", "surrogate_config"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_GP_CONFIG"),
     ("DyHPO", "fit_schedule"): ("syne_dyhpo.methods.dyhpo", "DEFAULT_FIT_SCHEDULE"),
