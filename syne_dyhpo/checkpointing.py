@@ -135,10 +135,10 @@ def save_checkpoint(
     :param checkpoint_dir: Directory to write to, created if missing
     :param state: Dictionary to store: dicts, lists, tuples and sets of tensors,
         ``None``, Python scalars (bool, int, float, complex), strings, bytes, torch
-        sizes, dtypes and devices, numpy scalars and arrays (of these, or of any
-        non-object dtype) and :mod:`pathlib` paths. :func:`load_checkpoint` returns
-        these equal and of the same type, with ``weights_only=True`` (nothing else is
-        unpickled); anything else is refused here (:func:`check_loadable`).
+        sizes, dtypes and devices, numpy scalars and arrays (an object array only of
+        the values listed here) and :mod:`pathlib` paths. :func:`load_checkpoint`
+        returns these equal and of the same type, with ``weights_only=True`` (nothing
+        else is unpickled); anything else is refused here (:func:`check_loadable`).
         :func:`capture_training_state` produces such a dictionary from its arguments
     :param epoch: Last completed epoch (1-based; an integer >= 0), stored next to
         ``state``
