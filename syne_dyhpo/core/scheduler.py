@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,6 +37,7 @@ from syne_tune.optimizer.schedulers.remove_checkpoints import (
 from syne_tune.tuner_callback import TunerCallback
 
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -176,6 +178,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         this acts with several workers only, where a leader overtaken late was otherwise left
         partly trained (measured in ``benchmarks/RESULTS.md``). None: never (version 0.2.0).
         Defaults to 0.5
+    :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
+        experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
+        True
     """
 
     def __init__(
@@ -206,6 +211,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         committed_completions: int = 0,
         commit_completion_after: float | None = 0.5,
         complete_incumbent_limit: int | None = None,
+        log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
         random_seed = checked_integer(
@@ -293,6 +299,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._new_trials_allowed = True
         self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
+        self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 
@@ -301,13 +308,17 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         else a fresh decision among paused trials and new configurations."""
         if self._restore_pending:  # first call after Tuner.load: bring the backend back in step
             self._restore_from_calling_tuner()
+        if not self._log.bound:  # the decision log's folder and clock: the calling Tuner's
+            self._bind_log(decision_log.find_tuner(sys._getframe(1)))
         self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
             decision = self._pending.pop(0)
             if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
                 return self._resume(self._obs.trials[decision.trial_id])
             if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
+                self._log.carried_out(decision)
                 return self._start(decision.config)
+            self._log.dropped(decision)
         decision = self._decide(reporting=None)
         if decision is None:
             logger.info("No paused trial and no new configuration left: nothing to suggest")
@@ -323,10 +334,23 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
+        self._log.started(trial.trial_id)
         job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
         record.job_end = self.max_t if job_end is None else int(job_end)
 
     def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        if not self._log.enabled:
+            return self._on_trial_result(trial, result)
+        started = time.perf_counter()
+        record = self._obs.trials.get(trial.trial_id)
+        was_running = record is None or record.status is TrialStatus.RUNNING
+        num_rows = len(self._log.rows)
+        self._log.now(result)  # the clock of the result (simulator), for the rows it leads to
+        answer = self._on_trial_result(trial, result)
+        self._log_result(trial.trial_id, result, answer, was_running, num_rows, started)
+        return answer
+
+    def _on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
         record = self._obs.trials.get(trial.trial_id)
         if record is None:  # started by someone else (e.g. a restored tuner): adopt it
             self.on_trial_add(trial)
@@ -363,6 +387,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
             self._lifecycle.on_error(record)
+            self._log.add(self._log.now(), trial.trial_id, record.last_epoch, reason="failed")
 
     def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
         """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
@@ -465,6 +490,21 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         return int(epoch_float), value
 
     def _decide(self, reporting: TrialRecord | None) -> Decision | None:
+        """:meth:`_decide_unlogged`, and the decision's row in the decision log."""
+        if not self._log.enabled:
+            decision = self._decide_unlogged(reporting)
+            self._decider.last_scored = None
+            return decision
+        started = time.perf_counter()
+        before = decision_log.probe(self._decider, self.policy)
+        decision = self._decide_unlogged(reporting)
+        try:
+            self._log_decision(reporting, decision, before, started)
+        finally:
+            self._decider.last_scored = None  # the model and candidates are not kept
+        return decision
+
+    def _decide_unlogged(self, reporting: TrialRecord | None) -> Decision | None:
         """Asks the decision maker; retires the trials it ranked hopeless."""
         records = self._obs.with_status(TrialStatus.PAUSED)
         if reporting is not None:
@@ -566,6 +606,85 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record.config = {**record.config, self.max_resource_attr: record.job_end}
         return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
 
+    # ----- the decision log -------------------------------------------------------------------
+
+    def decision_log(self):
+        """The decision log: one row per decision (columns and reasons:
+        :mod:`syne_dyhpo.core.decision_log`), rows of earlier sessions (before ``Tuner.load``)
+        included.
+
+        :return: a pandas DataFrame
+        """
+        return self._log.dataframe()
+
+    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None) -> None:
+        """Writes the decision log into ``folder`` from now on (appending to its
+        :data:`~syne_dyhpo.core.decision_log.LOG_FILENAME`), timed from ``start_timestamp``
+        (``time.time()`` when the run started). Done automatically inside a Syne Tune ``Tuner``
+        (its experiment folder); front ends that drive the scheduler themselves call it.
+
+        :param backend: the backend running the trials (where their checkpoints are)
+        """
+        info = decision_log.run_info(self, backend)
+        self._log.bind(folder, start_timestamp, run_info=info)
+
+    def _bind_log(self, tuner) -> None:
+        if tuner is None:
+            self._log.bind(None)
+            return
+        from syne_tune.constants import ST_TUNER_START_TIMESTAMP
+
+        self.attach_decision_log(
+            str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend
+        )
+
+    def _log_decision(self, reporting: TrialRecord | None, decision: Decision | None, before: tuple, started: float) -> None:
+        """The row of a decision just made (its action on the reporting trial is set by
+        :meth:`_log_result`), and one per trial it retired."""
+        is_point = decision is not None and decision.kind is DecisionKind.START and any(
+            decision.config is point for point in self._points_to_evaluate
+        )
+        why = decision_log.explain(before, self._decider, self.policy, decision, is_point, self._obs.sign)
+        now = self._log.now()
+        trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
+        if decision is None:
+            next_, next_id, next_epoch = "nothing", None, None
+        elif decision.kind is DecisionKind.START:
+            next_, next_id, next_epoch = "start", None, self._lifecycle.segment_end(None)
+        else:
+            winner = self._obs.trials[decision.trial_id]
+            next_ = "continue" if winner is reporting else "resume"
+            next_id, next_epoch = decision.trial_id, self._lifecycle.segment_end(winner)
+        why.setdefault("next_epoch", next_epoch)
+        ms = 1000.0 * (time.perf_counter() - started)
+        is_start = decision is not None and decision.kind is DecisionKind.START
+        row = self._log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms,
+                            decision=decision if is_start else None, hold=reporting is not None)
+        if is_start and reporting is None:  # carried out at once by suggest()
+            self._log.carried_out(decision)
+        for retired in () if decision is None else decision.retire:
+            self._log.add(now, retired, self._obs.trials[retired].last_epoch, next_="nothing", reason="retired")
+        self._last_row = row
+
+    def _log_result(self, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
+                    started: float) -> None:
+        """Sets the answer on the row of the decision this result led to; a trial stopped
+        without a decision (``max_t``, diverged, lost checkpoint) gets a row of its own."""
+        if len(self._log.rows) > num_rows:  # a decision was made
+            row = self._last_row
+            self._log.set(row, action=str(answer).upper(), ms=1000.0 * (time.perf_counter() - started))
+            if row is not None and row[decision_log.COLUMNS.index("next")] == "continue" and answer != SchedulerDecision.CONTINUE:
+                # the job stops itself at its segment end: paused, and resumed at once
+                self._log.set(row, next="resume")
+            self._log.release(row)
+            return
+        record = self._obs.trials.get(trial_id)
+        if answer != SchedulerDecision.STOP or not was_running or record is None:
+            return
+        reason = {TrialStatus.FINISHED: "max_t", TrialStatus.DIVERGED: "diverged"}.get(record.status, "lost_checkpoint")
+        self._log.add(self._log.now(result), trial_id, record.last_epoch, action="STOP", reason=reason,
+                      ms=1000.0 * (time.perf_counter() - started))
+
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
 
     _restore_pending = False  # unpickled, restore() not done yet
@@ -600,7 +719,16 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :return: trial ids per action taken (see ``restore_tuner``)
         """
         self._restore_pending = False
-        return restore_tuner(self, self._lifecycle, tuner)
+        self._log.new_session()
+        self._bind_log(tuner)
+        done = restore_tuner(self, self._lifecycle, tuner)
+        now = self._log.now()
+        for trial_id in done.get("resumable", []):
+            record = self._obs.trials[trial_id]
+            self._log.add(now, trial_id, record.last_epoch, reason="restored", next_epoch=None)
+        for trial_id in done.get("unsaved", []):
+            self._log.add(now, trial_id, reason="archived")
+        return done
 
     def archive_unsaved_trial(self, config: dict[str, Any], results: Sequence[dict[str, Any]]) -> TrialRecord:
         """Keeps the results of a trial that its saved tuner never knew (started after the save,
