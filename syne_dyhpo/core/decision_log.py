@@ -297,6 +297,7 @@ def run_info(scheduler, backend=None) -> dict[str, Any]:
         "mode": scheduler.metric_mode(),
         "time_attr": scheduler.time_attr,
         "max_t": scheduler.max_t,
+        "max_resource_attr": scheduler.max_resource_attr,
         "backend": None if backend is None else type(backend).__name__,
         "checkpoint_template": None if backend is None else checkpoint_template(backend),
     }
