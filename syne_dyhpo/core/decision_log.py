@@ -172,8 +172,9 @@ class DecisionLog:
             reason: str = "", why: dict[str, Any] | None = None, ms: float | None = None,
             decision: Any = None, hold: bool = False) -> list[Any] | None:
         """Adds a row and writes it, unless ``hold`` (fields still to be set: written by
-        :meth:`release`) or ``decision`` is given: a start whose trial id is not known yet,
-        written once :meth:`started` (or :meth:`dropped`)."""
+        :meth:`release`) or ``decision`` is given: a decision not carried out yet, written
+        once it is (:meth:`carried_out`; a start once its trial has an id, :meth:`started`)
+        or once it is given up (:meth:`dropped`)."""
         if not self.enabled:
             return None
         row = [self.session, self.num_decisions, time_, trial_id, epoch, action, next_, next_trial_id, next_epoch,
@@ -201,11 +202,16 @@ class DecisionLog:
                 row[_ROW_INDEX[key]] = value
 
     def carried_out(self, decision: Any) -> None:
-        """A start decided earlier is carried out now: its trial id comes with :meth:`started`."""
+        """A decision is carried out now; a start's trial id comes with :meth:`started`."""
         entry = self._open.pop(id(decision), None)
-        if entry is not None:
+        if entry is None:
+            return
+        row = entry[1]
+        if row[_ROW_INDEX["next"]] == "start":
             self._finish_starting()
-            self._starting = entry[1]
+            self._starting = row
+        else:
+            self._write([row])
 
     def started(self, trial_id: int) -> None:
         """The configuration of the start carried out last got ``trial_id``."""
@@ -214,8 +220,8 @@ class DecisionLog:
             self._finish_starting()
 
     def dropped(self, decision: Any) -> None:
-        """A start (or resume) decided earlier is not carried out (the configuration was taken
-        or the trial is no longer resumable)."""
+        """A decision is given up: the configuration to start was taken, or the trial to
+        resume is no longer resumable (e.g. chosen twice, and already resumed)."""
         entry = self._open.pop(id(decision), None)
         if entry is not None:
             entry[1][_ROW_INDEX["next"]] = "dropped"

@@ -314,6 +314,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         while self._pending:
             decision = self._pending.pop(0)
             if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
+                self._log.carried_out(decision)
                 return self._resume(self._obs.trials[decision.trial_id])
             if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
                 self._log.carried_out(decision)
@@ -657,14 +658,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             next_id, next_epoch = decision.trial_id, self._lifecycle.segment_end(winner)
         why.setdefault("next_epoch", next_epoch)
         ms = 1000.0 * (time.perf_counter() - started)
-        is_start = decision is not None and decision.kind is DecisionKind.START
+        # written once carried out (its action on the reporting trial is set before)
         row = self._log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms,
-                            decision=decision if is_start else None, hold=reporting is not None)
-        if is_start and reporting is None:  # carried out at once by suggest()
+                            decision=decision, hold=reporting is not None)
+        if decision is not None and reporting is None:  # carried out at once by suggest()
             self._log.carried_out(decision)
         for retired in () if decision is None else decision.retire:
             self._log.add(now, retired, self._obs.trials[retired].last_epoch, next_="nothing", reason="retired")
-        self._last_row = row
+        self._last_row, self._last_decision = row, decision
 
     def _log_result(self, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
                     started: float) -> None:
@@ -676,7 +677,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             if row is not None and row[decision_log.COLUMNS.index("next")] == "continue" and answer != SchedulerDecision.CONTINUE:
                 # the job stops itself at its segment end: paused, and resumed at once
                 self._log.set(row, next="resume")
-            self._log.release(row)
+            if self._last_decision is None:
+                self._log.release(row)
+            elif answer == SchedulerDecision.CONTINUE:  # the reporting trial goes on: nothing pending
+                self._log.carried_out(self._last_decision)
             return
         record = self._obs.trials.get(trial_id)
         if answer != SchedulerDecision.STOP or not was_running or record is None:
