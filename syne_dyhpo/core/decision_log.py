@@ -13,6 +13,12 @@ The log is part of the scheduler, so it is pickled with it (Syne Tune's ``Tuner.
 finished row is also appended to :data:`LOG_FILENAME` in the Tuner's experiment folder, so the
 log is on disk while the run goes and after a crash. A row whose ``next`` is a new
 configuration is finished (and written) once that configuration got its trial id.
+
+The prediction logged for the winner is the one its acquisition value was computed from, at
+the epoch the method's acquisition asks the model about: the next epoch for DyHPO, ``max_t``
+for DeepPowerLaw. Asking DeepPowerLaw's ensemble once more at the next epoch would cost an
+extra forward pass, about 2.5 % of a decision (``benchmarks/latency.py --log-overhead``), more
+than the log's whole budget of 2 %.
 """
 
 from __future__ import annotations
@@ -42,10 +48,10 @@ COLUMNS = (
     "reason",  # one of REASONS
     "acquisition",  # the winner's acquisition value (log EI)
     "runner_up",  # the best acquisition value of the other candidates
-    "pred_mean",  # the model's prediction for the winner at next_epoch (metric units)
-    "pred_std",
-    "pred_mean_max_t",  # ... at max_t (methods whose acquisition predicts there: DeepPowerLaw)
-    "pred_std_max_t",
+    "pred_mean",  # the model's prediction for the winner at next_epoch (metric units), if its
+    "pred_std",  # acquisition predicted there (DyHPO)
+    "pred_mean_max_t",  # ... at max_t, if its acquisition predicted there (DeepPowerLaw, and
+    "pred_std_max_t",  # any method for a winner whose next epoch is max_t)
     "fit",  # scratch / refine / rescale / condition / cached (empty: no model used)
     "ms",  # milliseconds of the scheduler call that made the decision
 )
@@ -91,12 +97,15 @@ class DecisionLog:
         self._perf_start: float | None = None  # without a Tuner: the first call's perf_counter
         self._results_clock = False  # results carry the Tuner's time (the simulator)
         self._last_time = 0.0
+        self._file = None  # the CSV file, open for appending (line-buffered: each row is on disk)
+        self._writer = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         # the open rows' decisions are the scheduler's pending ones (pickled with it): kept as a
         # list, rebuilt into a dict of their new ids when unpickled
         state["_open"] = list(self._open.values())
+        state["_file"] = state["_writer"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -144,6 +153,9 @@ class DecisionLog:
         if folder is None or not self.enabled:
             return
         os.makedirs(folder, exist_ok=True)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
         self.path = os.path.join(os.fspath(folder), LOG_FILENAME)
         if run_info is not None:
             with open(os.path.join(os.fspath(folder), RUN_INFO_FILENAME), "w") as f:
@@ -155,15 +167,13 @@ class DecisionLog:
     def _write(self, rows: Iterable[list[Any]]) -> None:
         if self.path is None:
             return
-        rows = list(rows)
-        new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-        if not rows and not new:
-            return
-        with open(self.path, "a", newline="") as f:
-            writer = csv.writer(f)
+        if self._file is None:
+            new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+            self._file = open(self.path, "a", newline="", buffering=1)
+            self._writer = csv.writer(self._file)
             if new:
-                writer.writerow(COLUMNS)
-            writer.writerows([_csv_value(v) for v in row] for row in rows)
+                self._writer.writerow(COLUMNS)
+        self._writer.writerows([_csv_value(v) for v in row] for row in rows)
 
     # ----- rows ----------------------------------------------------------------------------------
 
@@ -326,8 +336,7 @@ def probe(decider, policy) -> tuple:
     )
 
 
-def explain(before: tuple, decider, policy, decision, is_point: bool, sign: float,
-            extra_prediction: bool = True) -> dict[str, Any]:
+def explain(before: tuple, decider, policy, decision, is_point: bool, sign: float) -> dict[str, Any]:
     """The ``reason``, acquisition, prediction and ``fit`` fields of a decision just made.
 
     :param before: :func:`probe` before the decision
@@ -338,8 +347,6 @@ def explain(before: tuple, decider, policy, decision, is_point: bool, sign: floa
     :param decision: the decision (None: nothing to choose from)
     :param is_point: the decision starts one of ``points_to_evaluate``
     :param sign: +1 if the metric is maximised, -1 if minimised (scores are ``sign * value``)
-    :param extra_prediction: if the acquisition predicted the winner at another epoch than its
-        next one (DeepPowerLaw: at ``max_t``), also ask the model at the next epoch
     """
     why: dict[str, Any] = {}
     if decision is None:
@@ -373,11 +380,13 @@ def explain(before: tuple, decider, policy, decision, is_point: bool, sign: floa
         else:
             why["fit"] = "cached"
     if scored is not None:
-        why.update(_scored_fields(scored, decision, sign, decider.observations.max_t, extra_prediction))
+        why.update(_scored_fields(scored, decision, sign, decider.observations.max_t))
     return why
 
 
-def _scored_fields(scored: tuple, decision, sign: float, max_t: int, extra_prediction: bool) -> dict[str, Any]:
+def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str, Any]:
+    """The winner's and runner-up's acquisition values, and the prediction the acquisition
+    made for the winner (the model is not asked again: no cost, no side effect on its caches)."""
     import numpy as np
 
     model, candidates, values = scored
@@ -402,12 +411,4 @@ def _scored_fields(scored: tuple, decision, sign: float, max_t: int, extra_predi
         fields["pred_mean"], fields["pred_std"] = raw(mean[i], std[i])
     if budget == max_t:
         fields["pred_mean_max_t"], fields["pred_std_max_t"] = raw(mean[i], std[i])
-    if budget != next_epoch and extra_prediction:
-        from dataclasses import replace
-
-        one = replace(candidates, x=candidates.x[i : i + 1], budget=candidates.budget[i : i + 1],
-                      curves=candidates.curves[i : i + 1], trial_ids=candidates.trial_ids[i : i + 1],
-                      configs=candidates.configs[i : i + 1])
-        m, s = model.predict(one, one.budget)
-        fields["pred_mean"], fields["pred_std"] = raw(m[0], s[0])
     return fields
