@@ -76,6 +76,7 @@ REASONS = {
 }
 
 _ROW_INDEX = {name: i for i, name in enumerate(COLUMNS)}
+_MISSING = object()
 
 
 class DecisionLog:
@@ -92,7 +93,8 @@ class DecisionLog:
         self.path: str | None = None  # the CSV file rows are appended to
         self.bound = False  # the Tuner (or a front end) of this session was looked for
         self._open: dict[int, tuple[Any, list[Any]]] = {}  # id(decision) -> (decision, row)
-        self._starting: list[Any] | None = None  # row of a start carried out, id not known yet
+        #: (configuration, row) of starts carried out whose trials have no id yet
+        self._starting: list[tuple[dict[str, Any], list[Any]]] = []
         self._start_stamp: float | None = None  # time.time() at the start of the Tuner's run
         self._perf_start: float | None = None  # without a Tuner: the first call's perf_counter
         self._results_clock = False  # results carry the Tuner's time (the simulator)
@@ -112,7 +114,6 @@ class DecisionLog:
         self.__dict__.update(state)
         self._open = {id(decision): (decision, row) for decision, row in state["_open"]}
         self.bound = False  # the loaded tuner tells its folder and clock again
-        self._starting = None
         self._start_stamp = None
         self._perf_start = None
 
@@ -161,7 +162,7 @@ class DecisionLog:
             with open(os.path.join(os.fspath(folder), RUN_INFO_FILENAME), "w") as f:
                 json.dump(run_info, f, indent=1, default=str)
         if not os.path.exists(self.path):
-            open_rows = {id(row) for _, row in self._open.values()}
+            open_rows = {id(row) for _, row in [*self._open.values(), *self._starting]}
             self._write([row for row in self.rows if id(row) not in open_rows])
 
     def _write(self, rows: Iterable[list[Any]]) -> None:
@@ -218,16 +219,20 @@ class DecisionLog:
             return
         row = entry[1]
         if row[_ROW_INDEX["next"]] == "start":
-            self._finish_starting()
-            self._starting = row
+            self._starting.append((decision.config, row))
         else:
             self._write([row])
 
-    def started(self, trial_id: int) -> None:
-        """The configuration of the start carried out last got ``trial_id``."""
-        if self._starting is not None:
-            self._starting[_ROW_INDEX["next_trial_id"]] = trial_id
-            self._finish_starting()
+    def started(self, trial_id: int, config: dict[str, Any]) -> None:
+        """A trial got ``trial_id`` for ``config``: the row of the start carried out for that
+        configuration is finished (a trial the scheduler did not start has none)."""
+        match = next((i for i, (c, _) in enumerate(self._starting)
+                      if all(config.get(k, _MISSING) == v for k, v in c.items())), None)
+        if match is None:
+            return
+        _, row = self._starting.pop(match)
+        row[_ROW_INDEX["next_trial_id"]] = trial_id
+        self._write([row])
 
     def dropped(self, decision: Any) -> None:
         """A decision is given up: the configuration to start was taken, or the trial to
@@ -236,11 +241,6 @@ class DecisionLog:
         if entry is not None:
             entry[1][_ROW_INDEX["next"]] = "dropped"
             self._write([entry[1]])
-
-    def _finish_starting(self) -> None:
-        if self._starting is not None:
-            self._write([self._starting])
-            self._starting = None
 
     def new_session(self) -> None:
         """The scheduler continues after ``Tuner.load``: decisions are numbered anew."""
@@ -314,6 +314,7 @@ def run_info(scheduler, backend=None) -> dict[str, Any]:
         "time_attr": scheduler.time_attr,
         "max_t": scheduler.max_t,
         "max_resource_attr": scheduler.max_resource_attr,
+        "hyperparameters": list(scheduler._encoder.hp_names),
         "backend": None if backend is None else type(backend).__name__,
         "checkpoint_template": None if backend is None else checkpoint_template(backend),
     }

@@ -66,11 +66,13 @@ class Run:
         rows = self.results[self.results["trial_id"] == trial_id]
         if rows.empty:
             return {}
+        names = self.info.get("hyperparameters")  # the keys with a domain (not constants)
         skip = {*_NOT_HYPERPARAMETERS, self.max_resource_attr}
         last = rows.iloc[-1]
         return {
             c[len("config_"):]: _plain(last[c]) for c in rows.columns
             if c.startswith("config_") and c[len("config_"):] not in skip
+            and (names is None or c[len("config_"):] in names)
         }
 
     def checkpoint(self, trial_id: int) -> str | None:

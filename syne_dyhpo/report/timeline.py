@@ -3,8 +3,8 @@ bar coloured by why the scheduler chose it (the decision log's ``reason``); paus
 Trials trained to ``max_t`` end in a black bar, diverged ones in a red cross, failed ones in a
 red square; the take-home trial's row is highlighted.
 
-With many trials the picture keeps every trial that trained more than its first segment, or
-that ended trained, diverged or failed (up to :data:`MAX_ROWS`, the earliest first), and draws
+With many trials the picture keeps every trial that trained more than one epoch, or that ended
+trained, diverged or failed (up to :data:`MAX_ROWS`, the earliest first), and draws
 the others in one shared row at the bottom.
 """
 
@@ -95,7 +95,7 @@ def select_rows(histories: dict[int, TrialHistory], home: TakeHome, max_rows: in
 
     def notable(tid: int) -> bool:
         h = histories[tid]
-        return tid == home.trial_id or h.trained or h.diverged or h.failed or h.num_resumes > 0
+        return tid == home.trial_id or h.trained or h.diverged or h.failed or len(h.epochs) > 1
 
     keep = [t for t in ids if notable(t)]
     if len(keep) > max_rows - 1:  # the take-home, trained, failed and diverged ones first
