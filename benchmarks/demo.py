@@ -28,5 +28,18 @@ DEFAULTS = [
     "--results-dir", str(REPO / "results/demo"),
 ]
 
+
+def write_timeline(results_dir: Path) -> None:
+    """The report (``syne-dyhpo report``) of the demo's first DyHPO run: its timeline."""
+    from syne_dyhpo.report import make_report
+
+    logs = sorted(results_dir.glob("*/*/DyHPO/*/decision_log.csv"))
+    if logs:
+        report = make_report(logs[0].parent)
+        print(f"\nWhat DyHPO did in {logs[0].parent}: " + " ".join(report.paths_lines()))
+
+
 if __name__ == "__main__":
-    sys.exit(run_benchmarks.main(DEFAULTS + sys.argv[1:]))
+    status = run_benchmarks.main(DEFAULTS + sys.argv[1:])
+    write_timeline(REPO / "results/demo")
+    sys.exit(status)

@@ -291,8 +291,9 @@ def checkpoint_template(backend) -> str | None:
     """Where a trial's checkpoint lives, with ``{trial_id}`` in place of its id: a folder for
     ``LocalBackend`` and ``PythonBackend``, an S3 URI for the SageMaker backend; None for a
     simulator (no checkpoints) or a backend that does not say."""
-    name = type(backend).__name__
-    if "Simulator" in name or "Blackbox" in name:
+    from syne_tune.backend.simulator_backend.simulator_backend import SimulatorBackend
+
+    if isinstance(backend, SimulatorBackend):
         return None
     placeholder = "{trial_id}"
     try:

@@ -162,7 +162,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _read_results(path: Path) -> pd.DataFrame:
-    for name in (RESULTS_FILENAME, RESULTS_FILENAME[: -len(".zip")]):
+    # results.csv.gz: the benchmark lab's runs (benchmarks/runner.py)
+    for name in (RESULTS_FILENAME, RESULTS_FILENAME[: -len(".zip")], "results.csv.gz"):
         if (path / name).exists():
             try:
                 return pd.read_csv(path / name)

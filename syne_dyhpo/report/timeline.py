@@ -50,9 +50,10 @@ def epoch_reasons(run: Run, trial_id: int, epochs: list[int]) -> list[str]:
 
 
 def segment_bars(run: Run, h: TrialHistory) -> list[tuple[float, float, str]]:
-    """(start, width, reason) of each epoch's bar. An epoch runs from the trial's previous
+    """(start, width, reason) of the bars of a trial: an epoch runs from the trial's previous
     result (within a segment) or from the decision that started or resumed the segment (else
-    one typical epoch before the result) to its result."""
+    one typical epoch before the result) to its result; consecutive epochs trained for the
+    same reason make one bar."""
     reasons = epoch_reasons(run, h.trial_id, h.epochs)
     durations = [b - a for a, b in zip(h.times, h.times[1:]) if b > a]
     typical = float(np.median(durations)) if durations else 1.0
@@ -65,7 +66,11 @@ def segment_bars(run: Run, h: TrialHistory) -> list[tuple[float, float, str]]:
                 begin = t - typical
         else:
             begin = h.times[i - 1]
-        bars.append((begin, max(t - begin, 1e-9), reason))
+        previous = bars[-1] if bars else None
+        if previous is not None and previous[2] == reason and abs(previous[0] + previous[1] - begin) < 1e-9:
+            bars[-1] = (previous[0], t - previous[0], reason)  # the same segment, the same reason
+        else:
+            bars.append((begin, max(t - begin, 1e-9), reason))
     return bars
 
 
@@ -75,14 +80,15 @@ def _segment_start_times(run: Run, h: TrialHistory) -> dict[int, float]:
     if not len(log) or "t" not in log:
         return {}
     chosen = log[(log["next_trial_id"] == h.trial_id) & log["next"].isin(["start", "resume"])]
-    times = sorted(chosen["t"].astype(float))
+    rows = list(zip(chosen["next_epoch"].astype(float), chosen["t"].astype(float)))
     out = {}
     for i in h.segment_starts:
         if i >= len(h.times):
             continue
-        before = [t for t in times if t <= h.times[i]]
-        if before:
-            out[i] = before[-1]
+        # the decision that gave the trial the segment holding this epoch, made before its result
+        fits = [(e, t) for e, t in rows if e >= h.epochs[i] and t <= h.times[i]]
+        if fits:
+            out[i] = min(fits, key=lambda p: (p[0], -p[1]))[1]
     return out
 
 
@@ -132,7 +138,7 @@ def plot_timeline(run: Run, histories: dict[int, TrialHistory], home: TakeHome, 
             bars = segment_bars(run, h)
             for reason in {b[2] for b in bars}:
                 ax.broken_barh([(b[0], b[1]) for b in bars if b[2] == reason], (y - 0.35, 0.7),
-                               facecolors=REASON_COLOURS[reason], edgecolor="white", linewidth=0.4, zorder=2)
+                               facecolors=REASON_COLOURS[reason], edgecolor="none", zorder=2)
                 used.add(reason)
             end = h.times[-1] if h.times else (h.failed_at or 0.0)
             if h.trained:
