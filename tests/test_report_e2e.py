@@ -157,7 +157,7 @@ def test_report_of_a_local_backend_run(in_tmp):
     assert f"Model to take home: trial {home.trial_id}" in "\n".join(report.lines)
 
     # both pictures open and have the size they are drawn at (one row per trial: few trials)
-    assert png_size(report.timeline) == (990, round((2.0 + 0.22 * s.started) * 90))
+    assert png_size(report.timeline) == (990, 180 + 20 * s.started)
     assert png_size(report.curves) == (720, 450)
 
     # the command line, by tuner name under $SYNETUNE_FOLDER

@@ -12,9 +12,11 @@ restart at 0 in each session of a continued run, so times are shifted onto one a
 
 from __future__ import annotations
 
+import glob
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -96,7 +98,7 @@ def experiment_root() -> Path:
 def resolve(path_or_name: str | os.PathLike) -> Path:
     """The experiment folder of ``path_or_name``: a folder holding Syne Tune's results or a
     decision log, or a tuner name under Syne Tune's experiment root (the full name, or the name
-    given to the Tuner: its newest folder ``name-<timestamp>``).
+    given to the Tuner: its newest folder ``name-<time stamp>``).
 
     :raises FileNotFoundError: naming what was looked for
     """
@@ -107,9 +109,10 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     named = root / str(path_or_name)
     if _is_experiment(named):
         return named
-    prefix = f"{path_or_name}-"
+    # Syne Tune suffixes the tuner name with a time stamp: name-YYYY-MM-DD-HH-MM-SS-mmm
+    stamped = re.compile(re.escape(str(path_or_name)) + r"-\d{4}(-\d{2}){5}-\d{3}")
     matches = sorted(
-        (p for p in root.glob(f"{path_or_name}-*") if p.name.startswith(prefix) and _is_experiment(p)),
+        (p for p in root.glob(f"{glob.escape(str(path_or_name))}-*") if stamped.fullmatch(p.name) and _is_experiment(p)),
         key=lambda p: p.name,
     )
     if matches:

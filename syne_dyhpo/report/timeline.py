@@ -21,6 +21,15 @@ from syne_dyhpo.report.summary import TakeHome, TrialHistory
 #: most trials drawn in rows of their own
 MAX_ROWS = 60
 
+DPI = 90
+WIDTH_PX = 990
+
+
+def height_px(num_rows: int) -> int:
+    """Height of the timeline in pixels: 20 per row (at most 1440)."""
+    return min(180 + 20 * num_rows, 1440)
+
+
 #: colour of each reason (the decision log's ``reason``); "unknown": no row in the log
 REASON_COLOURS = {
     "points_to_evaluate": "#8c564b",
@@ -126,8 +135,7 @@ def plot_timeline(run: Run, histories: dict[int, TrialHistory], home: TakeHome, 
 
     own, grouped = select_rows(histories, home, max_rows)
     rows = own + ([None] if grouped else [])
-    height = min(2.0 + 0.22 * len(rows), 16.0)
-    fig, ax = plt.subplots(figsize=(11, height), dpi=90)
+    fig, ax = plt.subplots(figsize=(WIDTH_PX / DPI, height_px(len(rows)) / DPI), dpi=DPI)
     used = set()
     for y, tid in enumerate(rows):
         members = [tid] if tid is not None else grouped
