@@ -223,11 +223,14 @@ class DecisionLog:
         else:
             self._write([row])
 
-    def started(self, trial_id: int, config: dict[str, Any]) -> None:
+    def started(self, trial_id: int, config: dict[str, Any], ignore: str | None = None) -> None:
         """A trial got ``trial_id`` for ``config``: the row of the start carried out for that
-        configuration is finished (a trial the scheduler did not start has none)."""
+        configuration is finished (a trial the scheduler did not start has none).
+
+        :param ignore: a key set anew on every start (``max_resource_attr``), not compared
+        """
         match = next((i for i, (c, _) in enumerate(self._starting)
-                      if all(config.get(k, _MISSING) == v for k, v in c.items())), None)
+                      if all(config.get(k, _MISSING) == v for k, v in c.items() if k != ignore)), None)
         if match is None:
             return
         _, row = self._starting.pop(match)

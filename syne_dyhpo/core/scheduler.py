@@ -335,7 +335,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
-        self._log.started(trial.trial_id, trial.config)
+        self._log.started(trial.trial_id, trial.config, ignore=self.max_resource_attr)
         job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
         record.job_end = self.max_t if job_end is None else int(job_end)
 
