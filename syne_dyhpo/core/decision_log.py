@@ -328,16 +328,17 @@ def run_info(scheduler, backend=None) -> dict[str, Any]:
 
 
 def probe(decider, policy) -> tuple:
-    """The counters of the decision maker and its policy before a decision (see :func:`explain`)."""
+    """The counters of the decision maker and its policy before a decision (see :func:`explain`;
+    a policy other than :class:`~syne_dyhpo.core.policy.SurrogatePolicy` may have none)."""
     return (
         decider.num_decisions,
         decider.num_fallbacks,
         decider.num_completions,
         decider.num_sh_promotions,
-        policy.num_full_fits,
-        policy.num_rescales,
-        policy.num_refines,
-        policy._size_at_fit,
+        getattr(policy, "num_full_fits", 0),
+        getattr(policy, "num_rescales", 0),
+        getattr(policy, "num_refines", 0),
+        getattr(policy, "_size_at_fit", 0),
     )
 
 
@@ -403,7 +404,7 @@ def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str
     if len(values) > 1:
         fields["runner_up"] = float(np.max(np.delete(values, i)))
     prediction = getattr(model, "prediction", None)
-    if prediction is None:
+    if prediction is None or not hasattr(model, "transform"):
         return fields
     budgets, mean, std = prediction
     transform = model.transform

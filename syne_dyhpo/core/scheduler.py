@@ -348,7 +348,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         num_rows = len(self._log.rows)
         self._log.now(result)  # the clock of the result (simulator), for the rows it leads to
         answer = self._on_trial_result(trial, result)
-        self._log_result(trial.trial_id, result, answer, was_running, num_rows, started)
+        try:
+            self._log_result(trial.trial_id, result, answer, was_running, num_rows, started)
+        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
+            logger.warning(f"Decision log: the row of a result failed ({type(err).__name__}: {err})")
         return answer
 
     def _on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
@@ -501,6 +504,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         decision = self._decide_unlogged(reporting)
         try:
             self._log_decision(reporting, decision, before, started)
+        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
+            logger.warning(f"Decision log: the row of a decision failed ({type(err).__name__}: {err})")
         finally:
             self._decider.last_scored = None  # the model and candidates are not kept
         return decision
