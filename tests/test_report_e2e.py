@@ -245,8 +245,8 @@ def test_report_of_a_simulated_run(in_tmp):
     counts = counts_from_results(results.rename(columns={"valid_error": "loss"}).assign(
         epoch=lambda d: d["epoch"].where(d["epoch"] < 5, MAX_T)))  # max_t of this blackbox is 5
     s = report.summary
-    assert (s.started, s.resumes, s.epochs, s.first_epochs) == (counts["started"], counts["resumes"],
-                                                                counts["epochs"], counts["first_epochs"])
+    assert (s.resumes, s.epochs, s.first_epochs) == (counts["resumes"], counts["epochs"], counts["first_epochs"])
+    assert s.started == len(backend.trial_ids) >= counts["started"]  # some may not have reported yet
     assert s.trained == results.loc[results["epoch"] == 5, "trial_id"].nunique() >= 1
     home = report.take_home
     assert home.checkpoint is None and "checkpoint: none" in "\n".join(report.lines)

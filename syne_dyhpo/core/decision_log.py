@@ -418,3 +418,74 @@ def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str
     if budget == max_t:
         fields["pred_mean_max_t"], fields["pred_std_max_t"] = raw(mean[i], std[i])
     return fields
+
+
+# ----- the rows of a freeze-thaw scheduler's calls -----------------------------------------------
+
+
+def row_of_decision(scheduler, reporting, decision, before: tuple, started: float) -> tuple[list | None, Any]:
+    """Adds the row of a decision a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` just
+    made (its answer for the reporting trial is set by :func:`row_of_result`), and a row per
+    trial the decision retired.
+
+    :param reporting: the reporting trial's record (None: a free worker asked)
+    :param decision: the decision (None: nothing to choose from)
+    :param before: :func:`probe` before the decision
+    :param started: ``time.perf_counter()`` when the scheduler call began
+    :return: the row and the decision
+    """
+    log = scheduler._log
+    kind = None if decision is None else decision.kind.value
+    is_point = kind == "start" and any(decision.config is point for point in scheduler._points_to_evaluate)
+    why = explain(before, scheduler._decider, scheduler.policy, decision, is_point, scheduler._obs.sign)
+    now = log.now()
+    trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
+    segment_end = scheduler._lifecycle.segment_end
+    if decision is None:
+        next_, next_id, next_epoch = "nothing", None, None
+    elif kind == "start":
+        next_, next_id, next_epoch = "start", None, segment_end(None)
+    else:
+        winner = scheduler._obs.trials[decision.trial_id]
+        next_ = "continue" if winner is reporting else "resume"
+        next_id, next_epoch = decision.trial_id, segment_end(winner)
+    why.setdefault("next_epoch", next_epoch)
+    ms = 1000.0 * (time.perf_counter() - started)
+    # written once carried out (the answer for the reporting trial is set before)
+    row = log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms, decision=decision,
+                  hold=reporting is not None)
+    if decision is not None and reporting is None:  # suggest() carries it out at once
+        log.carried_out(decision)
+    for retired in () if decision is None else decision.retire:
+        log.add(now, retired, scheduler._obs.trials[retired].last_epoch, reason="retired")
+    return row, decision
+
+
+def row_of_result(scheduler, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
+                  started: float) -> None:
+    """After a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` answered a result: sets
+    the answer on the row of the decision the result led to (written now, unless the decision
+    waits for a free worker), or adds a row for a trial stopped without a decision (``max_t``,
+    diverged, lost checkpoint).
+
+    :param answer: CONTINUE / PAUSE / STOP
+    :param was_running: the trial was running before the result (not a late report)
+    :param num_rows: rows of the log before the result
+    """
+    log = scheduler._log
+    if len(log.rows) > num_rows and scheduler._last_row is not None:  # a decision was made
+        row, decision = scheduler._last_row, scheduler._last_decision
+        log.set(row, action=str(answer).upper(), ms=1000.0 * (time.perf_counter() - started))
+        if row[_ROW_INDEX["next"]] == "continue" and str(answer).upper() != "CONTINUE":
+            log.set(row, next="resume")  # the job stops itself at its segment end: resumed at once
+        if decision is None:
+            log.release(row)
+        elif str(answer).upper() == "CONTINUE":  # the reporting trial goes on: nothing pending
+            log.carried_out(decision)
+        return
+    record = scheduler._obs.trials.get(trial_id)
+    if str(answer).upper() != "STOP" or not was_running or record is None:
+        return
+    reason = {"finished": "max_t", "diverged": "diverged"}.get(record.status.value, "lost_checkpoint")
+    log.add(log.now(result), trial_id, record.last_epoch, action="STOP", reason=reason,
+            ms=1000.0 * (time.perf_counter() - started))

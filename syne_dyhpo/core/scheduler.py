@@ -300,6 +300,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
         self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
+        self._last_row, self._last_decision = None, None  # the log's row of the last decision
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 
@@ -349,7 +350,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._log.now(result)  # the clock of the result (simulator), for the rows it leads to
         answer = self._on_trial_result(trial, result)
         try:
-            self._log_result(trial.trial_id, result, answer, was_running, num_rows, started)
+            decision_log.row_of_result(self, trial.trial_id, result, answer, was_running, num_rows, started)
         except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
             logger.warning(f"Decision log: the row of a result failed ({type(err).__name__}: {err})")
         return answer
@@ -501,9 +502,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             return decision
         started = time.perf_counter()
         before = decision_log.probe(self._decider, self.policy)
+        self._last_row, self._last_decision = None, None
         decision = self._decide_unlogged(reporting)
         try:
-            self._log_decision(reporting, decision, before, started)
+            self._last_row, self._last_decision = decision_log.row_of_decision(
+                self, reporting, decision, before, started
+            )
         except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
             logger.warning(f"Decision log: the row of a decision failed ({type(err).__name__}: {err})")
         finally:
@@ -643,56 +647,6 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.attach_decision_log(
             str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend
         )
-
-    def _log_decision(self, reporting: TrialRecord | None, decision: Decision | None, before: tuple, started: float) -> None:
-        """The row of a decision just made (its action on the reporting trial is set by
-        :meth:`_log_result`), and one per trial it retired."""
-        is_point = decision is not None and decision.kind is DecisionKind.START and any(
-            decision.config is point for point in self._points_to_evaluate
-        )
-        why = decision_log.explain(before, self._decider, self.policy, decision, is_point, self._obs.sign)
-        now = self._log.now()
-        trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
-        if decision is None:
-            next_, next_id, next_epoch = "nothing", None, None
-        elif decision.kind is DecisionKind.START:
-            next_, next_id, next_epoch = "start", None, self._lifecycle.segment_end(None)
-        else:
-            winner = self._obs.trials[decision.trial_id]
-            next_ = "continue" if winner is reporting else "resume"
-            next_id, next_epoch = decision.trial_id, self._lifecycle.segment_end(winner)
-        why.setdefault("next_epoch", next_epoch)
-        ms = 1000.0 * (time.perf_counter() - started)
-        # written once carried out (its action on the reporting trial is set before)
-        row = self._log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms,
-                            decision=decision, hold=reporting is not None)
-        if decision is not None and reporting is None:  # carried out at once by suggest()
-            self._log.carried_out(decision)
-        for retired in () if decision is None else decision.retire:
-            self._log.add(now, retired, self._obs.trials[retired].last_epoch, next_="nothing", reason="retired")
-        self._last_row, self._last_decision = row, decision
-
-    def _log_result(self, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
-                    started: float) -> None:
-        """Sets the answer on the row of the decision this result led to; a trial stopped
-        without a decision (``max_t``, diverged, lost checkpoint) gets a row of its own."""
-        if len(self._log.rows) > num_rows:  # a decision was made
-            row = self._last_row
-            self._log.set(row, action=str(answer).upper(), ms=1000.0 * (time.perf_counter() - started))
-            if row is not None and row[decision_log.COLUMNS.index("next")] == "continue" and answer != SchedulerDecision.CONTINUE:
-                # the job stops itself at its segment end: paused, and resumed at once
-                self._log.set(row, next="resume")
-            if self._last_decision is None:
-                self._log.release(row)
-            elif answer == SchedulerDecision.CONTINUE:  # the reporting trial goes on: nothing pending
-                self._log.carried_out(self._last_decision)
-            return
-        record = self._obs.trials.get(trial_id)
-        if answer != SchedulerDecision.STOP or not was_running or record is None:
-            return
-        reason = {TrialStatus.FINISHED: "max_t", TrialStatus.DIVERGED: "diverged"}.get(record.status, "lost_checkpoint")
-        self._log.add(self._log.now(result), trial_id, record.last_epoch, action="STOP", reason=reason,
-                      ms=1000.0 * (time.perf_counter() - started))
 
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
 
