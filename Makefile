@@ -16,6 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Main job: short comparison of DyHPO, DeepPowerLaw, RandomSearch, ASHA, BOHB on the shipped data
+# (4 tasks, seed 0, 500 epochs per run: about a minute on 2 idle cores after set-up)
 demo: setup
 	$(BIN)/python benchmarks/demo.py
 
@@ -27,10 +28,13 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
 
-# Benchmark grid; long. DATA: serialized blackbox folders or repository names; the default is
-# the data the repo ships (benchmarks/RESULTS.md gives the command of the development grid)
-DATA ?= benchmarks/data/lcbench benchmarks/data/taskset
+# The development grid (hours on 2 cores; finished runs are reused), then benchmarks/RESULTS.md
+# and its figures from its runs. DEV: the folder holding the development data (lcbench,
+# lcbench-extra, taskset; not shipped): make benchmark DEV=FOLDER
+RESULTS_DIR ?= results/dev
 benchmark: setup
-	$(BIN)/python benchmarks/run_benchmarks.py --data $(DATA) \
-		--methods DyHPO DeepPowerLaw RandomSearch ASHA BOHB --seeds 0 1 2 3 4 --n-jobs 2 \
-		--results-dir results/benchmark --report-dir results/benchmark/report
+	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
+	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
+		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \
+		--seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
+	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures

@@ -8,7 +8,7 @@ hyperparameters; no table, so new configurations are sampled), ``max_t`` epochs 
 Workers finish epochs at config-dependent speeds; the next report is always the earliest.
 
 It prints the milliseconds of scheduler compute per decision (all scheduler calls between two
-observations) in bins of observations, mean and 95th percentile, for DyHPO, DeepPowerLaw and
+observations) in bins of observations, mean, 95th and 99th percentile and maximum, for DyHPO, DeepPowerLaw and
 Syne Tune's BOHB in the same process, then the ratios of the means to BOHB's: first in CPU
 time of the process (the compute itself, also on a busy machine), then in wall time (which on
 an idle core is the same, and on a busy one also counts waiting for a core)::
@@ -60,7 +60,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.defaults import FIELD_ARGUMENTS, default_changed  # noqa: E402 (after the path fix)
+from benchmarks.defaults import FIELD_ARGUMENTS, default_changed, grouped  # noqa: E402 (after the path fix)
 
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
@@ -139,7 +139,7 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
             arguments[key] = value
     arguments.update({argument: default_changed(method, argument, **changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
-                                       random_seed=seed, **arguments)
+                                       random_seed=seed, **grouped(method, arguments))
 
 
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------
@@ -363,25 +363,26 @@ def parse_bins(specs: list[str] | None, max_obs: int, width: int) -> list[tuple[
     return [(lo, min(lo + width - 1, max_obs)) for lo in range(1, max_obs + 1, width)]
 
 
-def bin_stats(costs: np.ndarray, bins: list[tuple[int, int]]) -> list[tuple[float, float] | None]:
+def bin_stats(costs: np.ndarray, bins: list[tuple[int, int]]) -> list[tuple[float, float, float, float] | None]:
+    """(mean, p95, p99, max) milliseconds per bin of observations (None: bin not reached)."""
     out = []
     for lo, hi in bins:
         if len(costs) < hi:
             out.append(None)
             continue
         ms = 1e3 * costs[lo - 1 : hi]
-        out.append((float(ms.mean()), float(np.percentile(ms, 95))))
+        out.append((float(ms.mean()), float(np.percentile(ms, 95)), float(np.percentile(ms, 99)), float(ms.max())))
     return out
 
 
 def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[int, int]]) -> str:
-    lines = ["| observations | " + " | ".join(f"{m} mean / p95 ms" for m in methods) + " |",
+    lines = ["| observations | " + " | ".join(f"{m} mean / p95 / p99 / max ms" for m in methods) + " |",
              "|---|" + "---|" * len(methods)]
     for i, (lo, hi) in enumerate(bins):
         cells = []
         for m in methods:
             s = stats[m][i]
-            cells.append("not reached" if s is None else f"{s[0]:.1f} / {s[1]:.1f}")
+            cells.append("not reached" if s is None else " / ".join(f"{v:.1f}" for v in s))
         lines.append(f"| {lo}-{hi} | " + " | ".join(cells) + " |")
     if "BOHB" in methods and len(methods) > 1:
         others = [m for m in methods if m != "BOHB"]

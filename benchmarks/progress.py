@@ -49,7 +49,7 @@ UNKNOWN_SECONDS_PER_EPOCH = 0.03
 
 def prior_seconds_per_epoch(method: str) -> float:
     """
-    :param method: Method name (variants such as "DyHPO-SH" match their base name)
+    :param method: Method name (variants such as "DyHPO-no-completion" match their base name)
     :return: Prior wall seconds per simulated epoch
     """
     for prefix, seconds in PRIOR_SECONDS_PER_EPOCH:
@@ -148,11 +148,17 @@ def _file_handler(log_file: str | Path) -> logging.Handler:
     return handler
 
 
+def _terminal_handlers(logger: logging.Logger) -> list[logging.Handler]:
+    """The plain stream handlers of ``logger``: the one ``logging.basicConfig()`` adds on the
+    terminal (Syne Tune calls it on import); file and capture handlers are subclasses."""
+    return [h for h in logger.handlers if type(h) is logging.StreamHandler]
+
+
 def route_worker_output(log_file: str) -> None:
     """
     Initializer of spawned grid workers: their warnings and log records go to ``log_file``
-    (otherwise Python prints them to the terminal the bar is drawn on). For the worker's
-    whole life.
+    instead of the terminal the bar is drawn on (the root logger's plain stream handlers are
+    removed). For the worker's whole life.
 
     :param log_file: Path of the log
     """
@@ -161,13 +167,17 @@ def route_worker_output(log_file: str) -> None:
     warnings_logger = logging.getLogger("py.warnings")
     warnings_logger.addHandler(handler)
     warnings_logger.propagate = False
-    logging.getLogger().addHandler(handler)
+    root = logging.getLogger()
+    for terminal in _terminal_handlers(root):
+        root.removeHandler(terminal)
+    root.addHandler(handler)
 
 
 @contextlib.contextmanager
 def warnings_to_log(log_file: str | Path) -> Iterator[None]:
     """
-    In this process, while the context lasts, warnings go to ``log_file`` instead of stderr.
+    In this process, while the context lasts, warnings and the log records that would reach
+    the terminal (through the root logger's plain stream handlers) go to ``log_file`` instead.
 
     :param log_file: Path of the log
     """
@@ -179,9 +189,17 @@ def warnings_to_log(log_file: str | Path) -> Iterator[None]:
     logging.captureWarnings(True)
     warnings_logger.addHandler(handler)
     warnings_logger.propagate = False
+    root = logging.getLogger()
+    terminal = _terminal_handlers(root)
+    for h in terminal:
+        root.removeHandler(h)
+    root.addHandler(handler)
     try:
         yield
     finally:
+        root.removeHandler(handler)
+        for h in terminal:
+            root.addHandler(h)
         warnings_logger.removeHandler(handler)
         warnings_logger.propagate = propagate
         if not captured:

@@ -109,17 +109,24 @@ def run(backend_name: str, trials: int, max_epochs: int, n_workers: int, seed: i
     return tuner
 
 
+def build_parser() -> argparse.ArgumentParser:
+    sys.path.insert(0, str(LAUNCH_DIR))
+    from cli_args import positive_int, seed
+
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--backend", choices=("python", "local"), default="python")
+    p.add_argument("--trials", type=positive_int, default=3)
+    p.add_argument("--max_epochs", type=positive_int, default=5)
+    p.add_argument("--n_workers", type=positive_int, default=2)
+    p.add_argument("--seed", type=seed, default=0)
+    return p
+
+
 if __name__ == "__main__":
     import logging
 
     logging.basicConfig(level=logging.INFO)
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--backend", choices=("python", "local"), default="python")
-    p.add_argument("--trials", type=int, default=3)
-    p.add_argument("--max_epochs", type=int, default=5)
-    p.add_argument("--n_workers", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args()
+    a = build_parser().parse_args()
     tuner = run(a.backend, a.trials, a.max_epochs, a.n_workers, a.seed)
     from syne_tune.experiments import load_experiment
 

@@ -38,6 +38,7 @@ from syne_dyhpo.ray_tune import ray_scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import mlp_config_space  # noqa: E402
+from cli_args import positive_int, positive_number, seed  # noqa: E402
 import train_mlp as training_script  # noqa: E402
 
 # Ray ships the trainable to its workers with cloudpickle: send the training module by value
@@ -74,23 +75,27 @@ def train_mlp(config: dict[str, Any]) -> None:
         shutil.rmtree(work_dir, ignore_errors=True)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--method", choices=["dyhpo", "dpl"], default="dyhpo")
     parser.add_argument(
         "--address", default=None, help="Ray cluster to connect to ('auto', 'ray://host:10001'); default: start a local Ray"
     )
-    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of the local Ray (default: all)")
-    parser.add_argument("--num-samples", type=int, default=20, help="most configurations started")
-    parser.add_argument("--max-epochs", type=int, default=20, help="epochs of a fully trained configuration")
+    parser.add_argument("--num-cpus", type=positive_int, default=None, help="CPUs of the local Ray (default: all)")
+    parser.add_argument("--num-samples", type=positive_int, default=20, help="most configurations started")
+    parser.add_argument("--max-epochs", type=positive_int, default=20, help="epochs of a fully trained configuration")
     parser.add_argument(
-        "--total-epochs", type=int, default=None, help="epoch budget of the run, summed over trials (default: 4 * max-epochs)"
+        "--total-epochs", type=positive_int, default=None, help="epoch budget of the run, summed over trials (default: 4 * max-epochs)"
     )
-    parser.add_argument("--max-concurrent", type=int, default=None, help="trials at once (default: CPUs of the cluster)")
-    parser.add_argument("--cpus-per-trial", type=float, default=1.0)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-concurrent", type=positive_int, default=None, help="trials at once (default: CPUs of the cluster)")
+    parser.add_argument("--cpus-per-trial", type=positive_number, default=1.0)
+    parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument("--storage-path", default=None, help="Ray results folder (default: ~/ray_results)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = build_parser().parse_args(argv)
 
     if args.address is None:
         ray.init(num_cpus=args.num_cpus, include_dashboard=False)

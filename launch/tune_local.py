@@ -42,6 +42,7 @@ if str(LAUNCH_DIR.parent) not in sys.path:  # running from a source checkout
 if str(LAUNCH_DIR) not in sys.path:
     sys.path.insert(0, str(LAUNCH_DIR))
 
+from cli_args import non_negative_int, non_negative_number, positive_int, positive_number, seed  # noqa: E402
 from mlp_config_space import (  # noqa: E402
     MAX_RESOURCE_ATTR,
     METRIC,
@@ -148,19 +149,19 @@ def add_tuning_arguments(
         ``--delete-checkpoints``
     """
     group.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
-    group.add_argument("--n-workers", type=int, default=2, help=f"trials run in parallel ({workers})")
-    group.add_argument("--max-epochs", type=int, default=10, help="max_t: epochs of a fully trained trial")
-    group.add_argument("--budget-epochs", type=int, default=budget_epochs, help="stop after this many epochs in total")
-    group.add_argument("--max-wallclock-time", type=float, default=None, help="also stop after this many seconds")
-    group.add_argument("--max-paused-checkpoints", type=int, default=None,
+    group.add_argument("--n-workers", type=positive_int, default=2, help=f"trials run in parallel ({workers})")
+    group.add_argument("--max-epochs", type=positive_int, default=10, help="max_t: epochs of a fully trained trial")
+    group.add_argument("--budget-epochs", type=positive_int, default=budget_epochs, help="stop after this many epochs in total")
+    group.add_argument("--max-wallclock-time", type=positive_number, default=None, help="also stop after this many seconds")
+    group.add_argument("--max-paused-checkpoints", type=positive_int, default=None,
                        help="keep at most this many paused trials resumable; retire (and delete the "
                             f"checkpoints {checkpoints} of) those ranked hopeless")
     group.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
                        help=f"delete the checkpoints {checkpoints} of stopped and retired trials{at_end} "
                             "(default: on iff --max-paused-checkpoints is given)")
-    group.add_argument("--max-failures", type=int, default=3, help="stop tuning after more failed trials than this")
-    group.add_argument("--sleep-time", type=float, default=sleep_time, help="Tuner polling interval (s)")
-    group.add_argument("--seed", type=int, default=0)
+    group.add_argument("--max-failures", type=non_negative_int, default=3, help="stop tuning after more failed trials than this")
+    group.add_argument("--sleep-time", type=non_negative_number, default=sleep_time, help="Tuner polling interval (s)")
+    group.add_argument("--seed", type=seed, default=0)
     group.add_argument("--tuner-name", type=str, default=None)
 
 
@@ -168,9 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     add_tuning_arguments(p, workers="processes", budget_epochs=40, sleep_time=0.5, checkpoints="on this machine",
                          at_end=", and all others at the end")
-    p.add_argument("--budget-step", type=int, default=1, help="epochs per decision (segment length)")
-    p.add_argument("--num-initial-random", type=int, default=2, help="random trials before the surrogate")
-    p.add_argument("--num-candidates", type=int, default=64, help="new configs scored per decision")
+    p.add_argument("--budget-step", type=positive_int, default=1, help="epochs per decision (segment length)")
+    p.add_argument("--num-initial-random", type=non_negative_int, default=2, help="random trials before the surrogate")
+    p.add_argument("--num-candidates", type=positive_int, default=64, help="new configs scored per decision")
     p.add_argument("--restart-on-lost-checkpoint", action="store_true",
                    help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it")
     return p
@@ -216,6 +217,8 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
     from syne_tune.backend import LocalBackend
     from syne_tune.results_callback import StoreResultsCallback
 
+    from syne_dyhpo import CandidateOptions
+
     config_space = make_config_space(max_epochs=args.max_epochs, seed=args.seed)
     config_space["on_checkpoint_error"] = "restart" if args.restart_on_lost_checkpoint else "raise"
     delete = args.delete_checkpoints
@@ -226,8 +229,7 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
         args,
         config_space,
         budget_step=args.budget_step,
-        num_candidates=args.num_candidates,
-        num_initial_random=args.num_initial_random,
+        candidates=CandidateOptions(num_candidates=args.num_candidates, num_initial_random=args.num_initial_random),
         restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
     )
     store = StoreResultsCallback()

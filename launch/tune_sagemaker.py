@@ -31,6 +31,7 @@ if str(LAUNCH_DIR.parent) not in sys.path:  # running from a source checkout
 if str(LAUNCH_DIR) not in sys.path:
     sys.path.insert(0, str(LAUNCH_DIR))
 
+from cli_args import integer  # noqa: E402
 from mlp_config_space import make_config_space  # noqa: E402
 from syne_tune.tuner_callback import TunerCallback  # noqa: E402
 from tune_local import (  # noqa: E402
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="PyTorch version of AWS's training container (ignored with --image-uri)")
     aws.add_argument("--py-version", default="py311", help="Python version of that container")
     aws.add_argument("--image-uri", default=None, help="training image to run instead of AWS's PyTorch image")
-    aws.add_argument("--keep-alive-seconds", type=int, default=None,
+    aws.add_argument("--keep-alive-seconds", type=integer(0, 3600), default=None,
                      help="keep finished jobs' instances warm this long for the next job (warm pools; billed)")
     tune = p.add_argument_group("tuning")
     add_tuning_arguments(tune, workers="training jobs", budget_epochs=30, sleep_time=10.0, checkpoints="in S3",

@@ -9,17 +9,26 @@
   :mod:`syne_dyhpo.backends.sagemaker` (SageMaker training jobs, extra ``sagemaker``),
   :mod:`syne_dyhpo.checkpointing` (a strict checkpoint helper for training scripts).
 
-The public classes are imported on first use, so that a training script importing only
+Each method's default incumbent completion is exported as :data:`DYHPO_COMPLETION` and
+:data:`DEEP_POWER_LAW_COMPLETION` (``syne_dyhpo.methods.dyhpo.DEFAULT_COMPLETION``, ...).
+The public names are imported on first use, so that a training script importing only
 :mod:`syne_dyhpo.checkpointing` does not pay for gpytorch and the schedulers.
 """
 
 from importlib import import_module
 from typing import Any
 
+__version__ = "1.0.0"
+
 _PUBLIC = {
+    "CandidateOptions": "syne_dyhpo.core.candidates",
+    "IncumbentCompletion": "syne_dyhpo.core.completion",
+    "SuccessiveHalvingPromotion": "syne_dyhpo.core.promotion",
     "DeepKernelGPConfig": "syne_dyhpo.surrogates.deep_kernel_gp",
     "DeepPowerLaw": "syne_dyhpo.methods.deep_power_law",
+    "DEEP_POWER_LAW_COMPLETION": ("syne_dyhpo.methods.deep_power_law", "DEFAULT_COMPLETION"),
     "DyHPO": "syne_dyhpo.methods.dyhpo",
+    "DYHPO_COMPLETION": ("syne_dyhpo.methods.dyhpo", "DEFAULT_COMPLETION"),
     "FitSchedule": "syne_dyhpo.core.policy",
     "FreezeThawScheduler": "syne_dyhpo.core.scheduler",
     "PowerLawConfig": "syne_dyhpo.surrogates.power_law",
@@ -31,7 +40,8 @@ __all__ = sorted(_PUBLIC)
 def __getattr__(name: str) -> Any:
     if name not in _PUBLIC:
         raise AttributeError(f"module 'syne_dyhpo' has no attribute {name!r}")
-    value = getattr(import_module(_PUBLIC[name]), name)
+    module, attribute = _PUBLIC[name] if isinstance(_PUBLIC[name], tuple) else (_PUBLIC[name], name)
+    value = getattr(import_module(module), attribute)
     globals()[name] = value
     return value
 

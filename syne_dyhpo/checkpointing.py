@@ -45,8 +45,10 @@ Typical use in a training script:
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
+import pathlib
 import random
 import tempfile
 from dataclasses import dataclass
@@ -55,6 +57,8 @@ from typing import Any, Literal
 
 import numpy as np
 import torch
+
+from syne_dyhpo.checks import checked_integer
 
 logger = logging.getLogger(__name__)
 
@@ -129,15 +133,22 @@ def save_checkpoint(
     epoch is covered by a checkpoint.
 
     :param checkpoint_dir: Directory to write to, created if missing
-    :param state: Dictionary to store. To be loadable with ``weights_only=True``
-        (the default of :func:`load_checkpoint`), it should contain only tensors,
-        Python scalars, strings, lists, tuples and dicts;
-        :func:`capture_training_state` produces such a dictionary
-    :param epoch: Last completed epoch (1-based), stored next to ``state``
+    :param state: Dictionary to store: dicts, lists, tuples and sets of tensors,
+        ``None``, Python scalars (bool, int, float, complex), strings, bytes, torch
+        sizes, dtypes and devices, numpy scalars and arrays (of these, or of any
+        non-object dtype) and :mod:`pathlib` paths. :func:`load_checkpoint` returns
+        these equal and of the same type, with ``weights_only=True`` (nothing else is
+        unpickled); anything else is refused here (:func:`check_loadable`).
+        :func:`capture_training_state` produces such a dictionary from its arguments
+    :param epoch: Last completed epoch (1-based; an integer >= 0), stored next to
+        ``state``
     :param filename: Name of the checkpoint file
     :param fsync: Flush the file to disk before renaming it (safe against power
         loss; costs some milliseconds per call on slow file systems)
     :return: Path of the written checkpoint
+    :raises ValueError: if ``epoch`` is not an integer >= 0 (naming it and the value)
+    :raises TypeError: if ``state`` holds a value :func:`load_checkpoint` could not
+        return (naming its key and type)
 
     A process killed with SIGKILL in the middle of this call may leave its
     temporary file (``.<filename>.*.tmp``) behind; it is never read and may be
@@ -145,7 +156,8 @@ def save_checkpoint(
     """
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict, got {type(state).__name__}")
-    epoch = int(epoch)
+    epoch = checked_integer("epoch", epoch, 0, integral_floats=True)
+    check_loadable(state)
     directory = Path(checkpoint_dir)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / filename
@@ -218,9 +230,10 @@ def load_checkpoint(
         return None
     try:
         try:
-            payload = torch.load(
-                path, map_location=map_location, weights_only=weights_only
-            )
+            with torch.serialization.safe_globals(_numpy_and_path_globals()):
+                payload = torch.load(
+                    path, map_location=map_location, weights_only=weights_only
+                )
         except Exception as ex:
             raise CheckpointError(
                 path, f"reading failed ({type(ex).__name__}: {ex})"
@@ -250,6 +263,79 @@ def load_checkpoint(
             return None
         raise
     return Checkpoint(epoch=epoch, state=state, path=str(path))
+
+
+# --------------------------------------------------------------------------- #
+# What a checkpoint may hold                                                   #
+# --------------------------------------------------------------------------- #
+
+# exact types: a subclass (an IntEnum, a namedtuple, a numpy matrix) is pickled as
+# its own class, which loading with weights_only=True refuses
+_PLAIN_TYPES = (
+    type(None), bool, int, float, complex, str, bytes, bytearray,
+    torch.Size, torch.dtype, torch.device,
+)
+_CONTAINERS = (dict, collections.OrderedDict, list, tuple, set)
+_TENSORS = (torch.Tensor, torch.nn.Parameter)
+_PATHS = (pathlib.PosixPath, pathlib.WindowsPath, pathlib.PurePosixPath, pathlib.PureWindowsPath)
+
+
+def _numpy_and_path_globals() -> list[Any]:
+    """What unpickling numpy scalars and arrays and pathlib paths needs, allowed (for one
+    :func:`torch.load`) on top of torch's ``weights_only`` set: numpy's scalar and array
+    reconstructors and dtype classes (they build values from bytes; an object array's
+    items still need their own classes, which stay refused) and the path classes."""
+    try:
+        from numpy._core import multiarray
+    except ImportError:  # numpy < 2
+        from numpy.core import multiarray
+    dtype_classes = [
+        getattr(np.dtypes, n) for n in dir(getattr(np, "dtypes", ())) if n.endswith("DType")
+    ]
+    return [multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *dtype_classes, *_PATHS]
+
+
+def check_loadable(state: Any, key: str = "state") -> None:
+    """Raises a TypeError naming the key and the type of the first value in ``state``
+    that :func:`load_checkpoint` could not return as it was saved (see
+    :func:`save_checkpoint` for what may be stored).
+
+    :param state: What is to be saved
+    :param key: Name of ``state`` in the message (nested keys are appended)
+    """
+    _check_loadable(state, key, set())
+
+
+def _check_loadable(value: Any, key: str, active: set[int]) -> None:
+    kind = type(value)
+    if kind in _PLAIN_TYPES or kind in _TENSORS or kind in _PATHS:
+        return
+    if isinstance(value, np.generic):
+        if value.dtype.hasobject:
+            raise TypeError(f"{key}: numpy object scalar {value!r} cannot be saved; store the object itself")
+        return
+    if kind is np.ndarray:
+        if value.dtype.hasobject:
+            for i, item in enumerate(value.flat):
+                _check_loadable(item, f"{key}.flat[{i}]", active)
+        return
+    if kind not in _CONTAINERS:
+        raise TypeError(
+            f"{key} is a {kind.__module__}.{kind.__qualname__}, which a checkpoint cannot hold "
+            "(it would not load with weights_only=True): convert it to tensors, numbers, "
+            "strings, numpy arrays, lists, tuples or dicts of these"
+        )
+    if id(value) in active:
+        raise TypeError(f"{key} contains itself")
+    active.add(id(value))
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_loadable(k, f"{key} key {k!r}", active)
+            _check_loadable(v, f"{key}[{k!r}]", active)
+    else:
+        for i, v in enumerate(value):
+            _check_loadable(v, f"{key}[{i}]", active)
+    active.discard(id(value))
 
 
 # --------------------------------------------------------------------------- #
@@ -326,7 +412,8 @@ def capture_training_state(
     :param optimizer: Optimizer whose ``state_dict`` is stored
     :param lr_scheduler: Learning rate scheduler whose ``state_dict`` is stored
     :param extra: Additional entries (e.g. the state of your own
-        :class:`torch.Generator`, running statistics, best score so far)
+        :class:`torch.Generator`, running statistics, best score so far, a sampler's
+        position); what :func:`save_checkpoint` accepts, returned as saved
     :param include_rng: Store global RNG states (:func:`get_rng_state`)
     :return: State dictionary
     """

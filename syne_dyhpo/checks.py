@@ -66,3 +66,21 @@ def checked_number(name: str, value: Any, low: float, high: float, expected: str
 def checked_positive(name: str, value: Any) -> float:
     """``value`` as a float if it is a finite real number > 0, else a ValueError."""
     return checked_number(name, value, math.ulp(0.0), np.finfo(float).max, "a finite number > 0")
+
+
+def checked_result_keys(metric: str, time_attr: str, max_resource_attr: str | None) -> None:
+    """Raises a ValueError if the metric and budget keys of the reported results coincide
+    (the budget would be optimised, or the metric read as the epoch), or if
+    ``max_resource_attr`` (a config key the script reads as where to stop) is the reported
+    budget key ``time_attr``."""
+    if metric == time_attr:
+        raise ValueError(
+            f"metric and time_attr must be different result keys, both are {metric!r}: time_attr "
+            "names the budget (epoch) each result reports, metric the value to optimise"
+        )
+    if max_resource_attr is not None and max_resource_attr == time_attr:
+        raise ValueError(
+            f"max_resource_attr must differ from time_attr ({time_attr!r}): max_resource_attr is the "
+            "config key telling a job at which epoch to stop (e.g. 'epochs'), time_attr the epoch each "
+            "result reports (e.g. 'epoch')"
+        )

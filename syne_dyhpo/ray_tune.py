@@ -413,13 +413,21 @@ def _check_metric_mode(core: FreezeThawScheduler, metric: str | None, mode: str 
 def config_space_from_ray(space: dict[str, Any]) -> dict[str, Any]:
     """Converts a (flat) Ray Tune search space to a Syne Tune config space: ``uniform``,
     ``loguniform``, ``randint`` (upper bound exclusive in Ray), ``lograndint``, ``choice``;
-    non-domain values stay constants. Quantized and custom-sampled domains are refused.
+    ``tune.grid_search(values)`` becomes ``choice(values)``: the scheduler chooses which values
+    to run, as for any other hyperparameter (a grid is not run value by value); non-domain
+    values stay constants. Quantized and custom-sampled domains are refused.
 
     :param space: Ray Tune search space, e.g. ``{"lr": tune.loguniform(1e-4, 1e-1)}``
     :return: equivalent Syne Tune config space
     """
     out: dict[str, Any] = {}
     for name, dom in space.items():
+        if _is_grid_search(dom):
+            values = dom["grid_search"]
+            if not isinstance(values, (list, tuple)) or len(values) == 0:
+                raise ValueError(f"'{name}': grid_search needs a non-empty list of values, got {values!r}")
+            out[name] = st_cs.choice(list(values))
+            continue
         if not isinstance(dom, ray_sample.Domain):
             out[name] = dom
             continue
@@ -439,6 +447,11 @@ def config_space_from_ray(space: dict[str, Any]) -> dict[str, Any]:
         else:
             raise ValueError(f"'{name}': unsupported sampler {sampler!r} (normal/custom are not bounded)")
     return out
+
+
+def _is_grid_search(value: Any) -> bool:
+    """Whether ``value`` is what ``ray.tune.grid_search`` returns."""
+    return isinstance(value, dict) and set(value) == {"grid_search"}
 
 
 def _core_class(method: str) -> Callable[..., FreezeThawScheduler]:
@@ -477,11 +490,11 @@ def ray_scheduler(
     :param max_num_trials: see :class:`FreezeThawRayScheduler`
     :param max_total_epochs: see :class:`FreezeThawRayScheduler`
     :param kwargs: further arguments of the method's constructor (``time_attr``,
-        ``budget_step``, ``num_candidates``, ``random_seed``, surrogate settings, ...)
+        ``budget_step``, ``candidates``, ``completion``, ``random_seed``, surrogate settings, ...)
     """
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-    if any(isinstance(v, ray_sample.Domain) for v in config_space.values()):
+    if any(isinstance(v, ray_sample.Domain) or _is_grid_search(v) for v in config_space.values()):
         config_space = config_space_from_ray(config_space)
     core = _core_class(method)(config_space, metric, do_minimize=(mode == "min"), max_t=max_t, **kwargs)
     return FreezeThawRayScheduler(

@@ -8,6 +8,7 @@ papers); categorical ones are one-hot encoded; ordinal ones keep their order as 
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
 from typing import Any, Sequence
@@ -35,8 +36,20 @@ class ConfigSpaceError(ValueError):
 MAX_ENUMERATED_CONFIGS = 10_000
 
 
+def _finite_size(domain: Domain) -> int | None:
+    """Number of values of a finite domain, without listing them (None for a continuous one)."""
+    if isinstance(domain, Categorical):  # ordinal is categorical too
+        return len(domain.categories)
+    if isinstance(domain, FiniteRange):
+        return int(domain.size)
+    if isinstance(domain, Integer):
+        return int(domain.upper) - int(domain.lower) + 1
+    return None
+
+
 def _finite_values(domain: Domain) -> list | None:
-    """All values of a finite domain (None for a continuous one)."""
+    """All values of a finite domain (None for a continuous one). An integer range is listed
+    in full: check :func:`_finite_size` first."""
     if isinstance(domain, Categorical):  # ordinal is categorical too
         return list(domain.categories)
     if isinstance(domain, FiniteRange):
@@ -44,6 +57,27 @@ def _finite_values(domain: Domain) -> list | None:
     if isinstance(domain, Integer):
         return list(range(int(domain.lower), int(domain.upper) + 1))
     return None
+
+
+def _in_integer_range(value: Any, lower: int, upper: int) -> bool:
+    """Whether ``value`` is one of ``range(lower, upper + 1)`` (equal to one, or written as
+    one), decided without listing the range."""
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return math.isfinite(float(value)) and value == int(value) and lower <= int(value) <= upper
+    text = str(value)
+    try:
+        number = int(text)
+    except ValueError:
+        return False
+    return str(number) == text and lower <= number <= upper
+
+
+def _is_hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 class _NumericalEncoding:
@@ -115,6 +149,11 @@ class ConfigEncoder:
                     "logfinrange or a constant"
                 )
         self.dim = dim
+        #: categorical hyperparameters with an unhashable category (e.g. a list of layer widths):
+        #: sampled by index and identified by their category's index in :meth:`key`
+        self._by_index: set[str] = {
+            name for name, kind, enc in self._encoders if kind != "numerical" and not all(_is_hashable(c) for c in enc)
+        }
         # category -> position where all categories have one hashable type; a value of that
         # type is then found by one lookup, anything else by _index_of (same answer)
         self._category_index: dict[str, tuple[type, dict] | None] = {}
@@ -186,13 +225,21 @@ class ConfigEncoder:
         of ``hp_names``: no second pass over the configurations)."""
         columns = []
         for name in self.hp_names:
+            if name in self._by_index:
+                # what the domain's sampler draws (an index per value), kept as indices
+                columns.append(list(rng.choice(len(self.config_space[name].categories), size=num)))
+                continue
             values = self.config_space[name].sample(spec=None, size=num, random_state=rng)
             columns.append([to_native(v) for v in values] if num > 1 else [to_native(_first(values))])
         template = dict(self.config_space)
         configs, keys = [], list(zip(*columns))
+        if self._by_index:
+            keys = [tuple(int(v) if n in self._by_index else v for n, v in zip(self.hp_names, row)) for row in keys]
         for row in keys:
             config = dict(template)
             config.update(zip(self.hp_names, row))
+            for name in self._by_index:
+                config[name] = copy.deepcopy(self.config_space[name].categories[config[name]])
             configs.append(config)
         return configs, keys
 
@@ -207,22 +254,34 @@ class ConfigEncoder:
             if name not in config:
                 raise ConfigSpaceError(f"{where} lacks hyperparameter '{name}' (has {sorted(config)})")
             domain, value = self.config_space[name], config[name]
-            values = _finite_values(domain)
-            inside = (value in values or str(value) in map(str, values)) if values is not None else domain.is_valid(value)
+            if isinstance(domain, Integer):
+                inside = _in_integer_range(value, int(domain.lower), int(domain.upper))
+            else:
+                values = _finite_values(domain)
+                inside = (value in values or str(value) in map(str, values)) if values is not None else domain.is_valid(value)
             if not inside:
                 raise ConfigSpaceError(f"{where}: {name}={value!r} is outside its domain {domain}")
 
     def grid(self) -> list[dict[str, Any]] | None:
         """Every configuration of the space if all its domains are finite and there are at
-        most :data:`MAX_ENUMERATED_CONFIGS` of them, else None."""
-        values = [_finite_values(self.config_space[name]) for name in self.hp_names]
-        if any(v is None for v in values) or math.prod(len(v) for v in values) > MAX_ENUMERATED_CONFIGS:
+        most :data:`MAX_ENUMERATED_CONFIGS` of them, else None (sized before anything is
+        listed: a huge integer range costs nothing)."""
+        sizes = [_finite_size(self.config_space[name]) for name in self.hp_names]
+        if any(n is None for n in sizes) or math.prod(sizes) > MAX_ENUMERATED_CONFIGS:
             return None
+        values = [_finite_values(self.config_space[name]) for name in self.hp_names]
         return [self.complete(dict(zip(self.hp_names, combo))) for combo in itertools.product(*values)]
 
     def key(self, config: dict[str, Any]) -> tuple:
-        """Hashable identity of a configuration's hyperparameter values."""
-        return tuple(to_native(config[name]) for name in self.hp_names)
+        """Hashable identity of a configuration's hyperparameter values (a categorical
+        hyperparameter with an unhashable category, e.g. a list, by its category's index)."""
+        if not self._by_index:
+            return tuple(to_native(config[name]) for name in self.hp_names)
+        return tuple(
+            _index_of(self.config_space[name].categories, config[name], name) if name in self._by_index
+            else to_native(config[name])
+            for name in self.hp_names
+        )
 
 
 def _first(values: Any) -> Any:
@@ -282,11 +341,6 @@ class CandidateSampler:
         self.finite = len(self._pool) > 0
         self._pool_encoded = encoder.encode_many(self._pool)
         self._pool_free = np.ones(len(self._pool), dtype=bool)
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        if "_pool_keys" not in state:  # pickled before the pool kept its keys in order
-            self._pool_keys = sorted(self._pool_index, key=self._pool_index.get)
 
     def _add_to_pool(self, config: dict[str, Any]) -> None:
         key = self.encoder.key(config)

@@ -22,6 +22,26 @@ def data_folder(name: str) -> Path:
     return folder
 
 
+def shipped_task(name: str, task: str):
+    """A task of the repo's benchmark data, read with Syne Tune's ``deserialize``: returns the
+    blackbox, its table rows as configurations (native values, the space's constants included)
+    and the folder's ``metadata.json`` (``default_metric``, ``time_attr``, ``metric_elapsed_time``)."""
+    import json
+
+    from syne_tune.blackbox_repository.blackbox_tabular import deserialize
+    from syne_tune.config_space import postprocess_config
+
+    from syne_dyhpo.search_space import to_native
+
+    folder = data_folder(name)
+    blackbox = deserialize(str(folder))[task]
+    configs = [
+        postprocess_config({k: to_native(v) for k, v in row.items()}, blackbox.configuration_space)
+        for row in blackbox.hyperparameters.to_dict("records")
+    ]
+    return blackbox, configs, json.loads((folder / "metadata.json").read_text())
+
+
 def make_trial(trial_id: int, config: dict):
     from syne_tune.backend.trial_status import Trial
 
@@ -100,7 +120,20 @@ def tiny_blackbox(num_configs: int, max_t: int, seed: int = 0):
     )
 
 
-def simulate_tuner(scheduler, blackbox, n_workers: int, max_epochs: int, max_resource_attr=None, **tuner_kwargs):
+def training_time_only_backend() -> type:
+    """Syne Tune's simulator backend advancing simulated time by training time only (not by the
+    scheduler's real compute), so that a run is reproducible from its seed on any machine."""
+    from syne_tune.blackbox_repository.simulated_tabular_backend import UserBlackboxBackend
+
+    class TrainingTimeOnlyBackend(UserBlackboxBackend):
+        def _advance_by_outside_time(self):
+            pass
+
+    return TrainingTimeOnlyBackend
+
+
+def simulate_tuner(scheduler, blackbox, n_workers: int, max_epochs: int, max_resource_attr=None,
+                   elapsed_time_attr: str = "time", tuner_sleep_time: float = 0.05, **tuner_kwargs):
     """Runs ``scheduler`` in a real Syne Tune Tuner on ``blackbox`` (simulator, training time
     only) until ``max_epochs`` results or the scheduler has nothing left; returns the tuner
     and the dataframe of results the scheduler saw."""
@@ -110,10 +143,9 @@ def simulate_tuner(scheduler, blackbox, n_workers: int, max_epochs: int, max_res
     from syne_tune import StoppingCriterion, Tuner
     from syne_tune.backend.simulator_backend.simulator_callback import SimulatorCallback
 
-    from benchmarks.runner import simulator_backend_class
-
-    backend = simulator_backend_class()(
-        blackbox=blackbox, elapsed_time_attr="time", tuner_sleep_time=0.05, seed=0, max_resource_attr=max_resource_attr
+    backend = training_time_only_backend()(
+        blackbox=blackbox, elapsed_time_attr=elapsed_time_attr, tuner_sleep_time=tuner_sleep_time, seed=0,
+        max_resource_attr=max_resource_attr
     )
     callback = SimulatorCallback()
     tuner_kwargs.setdefault("save_tuner", False)

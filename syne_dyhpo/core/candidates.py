@@ -4,11 +4,61 @@ at the first budget."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from syne_dyhpo.checks import checked_integer
 from syne_dyhpo.core.observations import Observations, TrialRecord
+
+
+@dataclass(frozen=True)
+class CandidateOptions:
+    """How new configurations are offered to a decision.
+
+    :param num_candidates: new configurations sampled (or drawn from ``configs``) and scored
+        per decision, besides all paused trials. Defaults to 256
+    :param num_kept: the new configurations scored highest at one decision, this many, are
+        offered again at the next in place of as many fresh draws (the papers leave open how
+        the acquisition is maximised). A configuration scored before costs the GP an update
+        instead of a new solve, but the choice of new configurations becomes greedier.
+        Defaults to 0 (every candidate drawn afresh)
+    :param num_initial_random: trials started with random configurations before the
+        surrogate is used (it also waits for the policy's ``min_observations`` results).
+        Defaults to 1 (the papers)
+    :param configs: optional finite set of configurations (e.g. a tabular benchmark's rows);
+        new configurations are then drawn only from it, each at most once. Defaults to None
+        (drawn from the configuration space)
+    """
+
+    num_candidates: int = 256
+    num_kept: int = 0
+    num_initial_random: int = 1
+    configs: Sequence[dict[str, Any]] | None = None
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        num_candidates = checked_integer(f"{name}.num_candidates", self.num_candidates, 1)
+        num_kept = checked_integer(f"{name}.num_kept", self.num_kept, 0)
+        if num_kept >= num_candidates:
+            raise ValueError(
+                f"{name}.num_kept must be smaller than num_candidates ({num_candidates}), got {num_kept}"
+            )
+        object.__setattr__(self, "num_candidates", num_candidates)
+        object.__setattr__(self, "num_kept", num_kept)
+        object.__setattr__(
+            self, "num_initial_random", checked_integer(f"{name}.num_initial_random", self.num_initial_random, 0)
+        )
+        if self.configs is not None and (isinstance(self.configs, dict) or not all(isinstance(c, dict) for c in self.configs)):
+            raise ValueError(f"{name}.configs must be a list of configurations (dicts), got {self.configs!r}")
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "num_candidates": self.num_candidates,
+            "num_kept": self.num_kept,
+            "num_initial_random": self.num_initial_random,
+            "num_configs": None if self.configs is None else len(self.configs),
+        }
 
 
 @dataclass

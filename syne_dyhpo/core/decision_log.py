@@ -333,7 +333,7 @@ def probe(decider, policy) -> tuple:
     return (
         decider.num_decisions,
         decider.num_fallbacks,
-        decider.num_completions,
+        0 if decider.completion is None else decider.completion.num_completions,
         decider.num_sh_promotions,
         getattr(policy, "num_full_fits", 0),
         getattr(policy, "num_rescales", 0),

@@ -155,24 +155,6 @@ class Observations:
         self._best_per_trial: dict[int, float] = {}  # trial id -> best finite score of its curve
         self.num_first_epochs = 0  # curves with a result at epoch 1 (archived ones included)
 
-    def __setstate__(self, state: dict) -> None:
-        # pickled before the rows were kept up to date: rebuild them from the curves
-        self.__dict__.update(state)
-        if "_rows" not in state:
-            self._rows, self._best_per_budget, self.num_first_epochs = None, np.full(self.max_t, -np.inf), 0
-            self._best_per_trial = {}
-            for trial_id, epoch in self._row_log:
-                self._record_row(self.trials[trial_id], epoch)
-            return
-        if "num_first_epochs" not in state:
-            self.num_first_epochs = len(self.scores_at(1))
-        if "_best_per_trial" not in state:
-            self._best_per_trial = {}
-            for record in self.trials.values():
-                finite = [s for s in record.scores if np.isfinite(s)]
-                if finite:
-                    self._best_per_trial[record.trial_id] = max(finite)
-
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
         record = TrialRecord(trial_id=trial_id, config=config, encoded=encoded)
         self.trials[trial_id] = record

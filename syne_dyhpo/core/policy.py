@@ -27,8 +27,35 @@ from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 
+@dataclass(frozen=True)
+class SurrogateCapabilities:
+    """What a surrogate can do beyond ``fit``, ``condition`` and ``predict`` (see
+    :class:`Surrogate`); the policy uses a capability only when it is declared.
+
+    :param misfit: ``misfit()`` returns the standardised one-step-ahead errors of the rows
+        conditioned on since the last training (used by ``FitSchedule.refine_on_misfit``)
+    :param rescale: ``rescale(old, new)`` carries the trained model over to a new outcome
+        transform (used by ``FitSchedule.rescale_when_outdated``)
+    :param pending: ``predict`` takes ``pending`` inputs and conditions on them (used by the
+        policy's ``condition_on_pending``)
+    """
+
+    misfit: bool = False
+    rescale: bool = False
+    pending: bool = False
+
+
 class Surrogate(Protocol):
-    """A probabilistic model of the normalised score at (config, budget, curve so far)."""
+    """A probabilistic model of the normalised score at (config, budget, curve so far).
+
+    Implementations subclass this protocol and declare :attr:`capabilities`; the optional
+    methods are called only when declared there.
+    """
+
+    #: the optional methods this surrogate implements
+    capabilities: SurrogateCapabilities = SurrogateCapabilities()
+    #: its settings (a dataclass), reported in the scheduler's metadata; None: none
+    config: Any = None
 
     def fit(self, data: TrainingData, from_scratch: bool, seed: int) -> None:
         """Trains on ``data``: from scratch, or a warm-started refinement of the last fit."""
@@ -36,13 +63,30 @@ class Surrogate(Protocol):
     def condition(self, data: TrainingData) -> None:
         """Makes predictions use ``data`` without training (cheap; may do nothing)."""
 
-    def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and standard deviation of the normalised score at ``budget``."""
+    def predict(
+        self,
+        candidates: Candidates,
+        budget: np.ndarray,
+        pending: Candidates | None = None,
+        pending_budget: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Posterior mean and standard deviation of the normalised score at ``budget``.
 
-    # optional: ``misfit() -> np.ndarray``, the standardised one-step-ahead prediction errors
-    # of the rows conditioned on since the last training (see ``FitSchedule.refine_on_misfit``);
-    # surrogates without it are refined on the clock only. Optional too: ``config``, a dataclass
-    # of its settings, reported in the scheduler's metadata
+        :param pending: with ``capabilities.pending``: inputs whose observations are on their
+            way (running trials at the end of their segments), to condition on as if each
+            returned its predicted mean
+        :param pending_budget: budgets of the pending inputs
+        """
+
+    def misfit(self) -> np.ndarray:
+        """With ``capabilities.misfit``: the standardised one-step-ahead prediction errors of
+        the rows conditioned on since the last training (N(0, 1) if the model is right)."""
+        raise NotImplementedError(f"{type(self).__name__} declares no misfit capability")
+
+    def rescale(self, old: ScoreTransform, new: ScoreTransform) -> None:
+        """With ``capabilities.rescale``: carries the trained model over from outcome
+        transform ``old`` to ``new``, predictions unchanged."""
+        raise NotImplementedError(f"{type(self).__name__} declares no rescale capability")
 
 
 @dataclass(frozen=True)
@@ -73,14 +117,11 @@ class FitSchedule:
         and a handful of them (``|z|`` of 20 and more) would trigger a chi-square test at
         every step. None (default): refine every ``refine_every`` observations
     :param rescale_when_outdated: when the observations have outgrown the outcome transform,
-        re-estimate it and carry the trained surrogate over to the new scale (a surrogate with
-        ``rescale(old, new)``, such as DPL's ensemble, whose predictions go through an
+        re-estimate it and carry the trained surrogate over to the new scale (a surrogate
+        declaring the ``rescale`` capability, such as DPL's ensemble, whose predictions go through an
         adjustable affine output map) and refine it, instead of training from scratch (not in the
-        papers, which do not normalise scores). Surrogates without ``rescale`` (the GP, whose
-        inputs hold transformed curves) are trained from scratch as before. For DPL it saves
-        a fifth to a quarter of its CPU and raises its regret a lot, on TaskSet several-fold
-        (docs/speed.md, "Carrying DPL over to a new outcome transform"): the fits from
-        scratch are not only a cost. Defaults to False
+        papers, which do not normalise scores). Surrogates without it (the GP, whose inputs
+        hold transformed curves) are trained from scratch. Defaults to False
     :param refine_every_fraction: refine every ``max(refine_every, ceil(fraction * n))``
         observations instead (``n``: observations so far; not in the papers). A refine costs
         the same whatever ``n`` (it trains on a bounded subset) plus a new factorisation of the
@@ -133,14 +174,15 @@ class FittedModel:
 
     :param surrogate: the trained surrogate
     :param transform: the outcome transform of its training data
+    :param pending: running trials at the epoch their current segment ends, whose results are
+        on their way (raw curves); None: none. Made by :meth:`SurrogatePolicy.score` when the
+        policy conditions on pending results
     """
 
-    def __init__(self, surrogate: Surrogate, transform: ScoreTransform):
+    def __init__(self, surrogate: Surrogate, transform: ScoreTransform, pending: Candidates | None = None):
         self.surrogate = surrogate
         self.transform = transform
-        #: running trials at the epoch their current segment ends, results on their way; set
-        #: (by the decision) when the policy's ``condition_on_pending`` asks for it
-        self.pending: Candidates | None = None
+        self.pending = pending
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score of each candidate at
@@ -175,7 +217,8 @@ class SurrogatePolicy:
         1: the models are small, and extra threads mostly spin, which on a busy machine costs
         several times the work itself. None: leave torch's setting alone
     :param condition_on_pending: condition predictions on the running trials' pending results
-        (see :class:`FittedModel`; needs a surrogate whose ``predict`` takes ``pending``)
+        (see :class:`FittedModel`; needs a surrogate declaring the ``pending`` capability).
+        Defaults to False
     :param normalisation_scores: the scores the outcome transform is fitted on, one of
         :data:`NORMALISATION_SCORES` (see :meth:`transform_scores`)
     """
@@ -190,7 +233,12 @@ class SurrogatePolicy:
         condition_on_pending: bool = False,
         normalisation_scores: str = "epochs",
     ):
-        self.condition_on_pending = condition_on_pending
+        if checked_flag("condition_on_pending", condition_on_pending) and not surrogate.capabilities.pending:
+            raise ValueError(
+                f"condition_on_pending=True needs a surrogate with the pending capability; "
+                f"{type(surrogate).__name__} has {surrogate.capabilities}"
+            )
+        self.condition_on_pending = bool(condition_on_pending)
         self.normalisation_scores = checked_choice("normalisation_scores", normalisation_scores, NORMALISATION_SCORES)
         self.surrogate = surrogate
         self.acquisition = acquisition
@@ -214,15 +262,6 @@ class SurrogatePolicy:
         state["_rows"] = None  # a cache of the transformed rows, rebuilt at the next fit
         return state
 
-    def __setstate__(self, state: dict) -> None:
-        state.setdefault("num_threads", 1)
-        state.setdefault("_rows", None)
-        state.setdefault("num_misfit_refines", 0)
-        state.setdefault("num_rescales", 0)
-        state.setdefault("condition_on_pending", False)
-        state.setdefault("normalisation_scores", "epochs")
-        self.__dict__.update(state)
-
     def transform_scores(self, observations: Observations) -> np.ndarray:
         """The scores the outcome transform is fitted on (``normalisation_scores``): every
         observed score (``"epochs"``), each trial's best (``"trials"``), or every observed score
@@ -231,22 +270,13 @@ class SurrogatePolicy:
 
         Every observed score counts a trial once per epoch it was resumed, so whatever the
         method resumes most sets the scale. That puts the resolution where the method looks,
-        near the best scores. On a task where many configurations sit at chance level from the
-        first epoch to the last (a loss of ln 2 to the fifth significant digit), it can
-        collapse: DeepPowerLaw's resumes of them made up 79 % of the first 100 scores of a run,
-        from there on the scale sat at its resolution bound, ``1e-3 * |median|``, every
-        configuration starting 0.003 worse than chance (the good ones start at 0.71) was mapped
-        to the floor together with the diverged ones, and the method went on resuming
-        chance-level configurations (``benchmarks/RESULTS.md``). One score per trial describes
+        near the best scores. When the method keeps resuming configurations whose scores are
+        all alike (a loss stuck at chance level), those scores fill the sample and the scale
+        falls to its resolution bound, ``1e-3 * |median|``: every configuration slightly worse
+        than them is mapped to the floor with the diverged ones. One score per trial describes
         how configurations differ, whatever the method chose to look at again, but spreads the
-        scale over the bad ones too.
-
-        Measured on the development tasks (``benchmarks/RESULTS.md``, "The normalisation
-        collapses on chance-level curves"): with ``"epochs"``, 5 of DeepPowerLaw's 20 runs on
-        the task above ended at regret 0.123 (the best chance-level loss), none with
-        ``"trials_if_alike"``, whose runs on all other development tasks are the same as with
-        ``"epochs"``; ``"trials"`` cost DeepPowerLaw anytime regret on LCBench with 4 workers.
-        ``"trials_if_alike"`` is the methods' default.
+        scale over the bad ones too. ``"trials_if_alike"`` is the methods' default; the papers
+        do not normalise (docs/deviations.md).
         """
         if self.normalisation_scores == "trials":
             return observations.best_scores_per_trial()
@@ -288,7 +318,7 @@ class SurrogatePolicy:
                 return FittedModel(self.surrogate, self.transform)
             data = self._training_data(observations)
             refine, conditioned = n - self._size_at_refine >= self.schedule.refine_interval(n), False
-            if not refine and self.schedule.refine_on_misfit is not None and hasattr(self.surrogate, "misfit"):
+            if not refine and self.schedule.refine_on_misfit is not None and self.surrogate.capabilities.misfit:
                 self.surrogate.condition(data)  # also measures how well the new rows were predicted
                 refine, conditioned = self._misfit(), True
                 self.num_misfit_refines += refine
@@ -300,10 +330,30 @@ class SurrogatePolicy:
                 self.surrogate.condition(data)
         return FittedModel(self.surrogate, self.transform)
 
-    def score(self, model: FittedModel, candidates: Candidates, observations: Observations) -> np.ndarray:
-        """The acquisition value of each candidate (higher is better)."""
+    def score(
+        self,
+        model: FittedModel,
+        candidates: Candidates,
+        observations: Observations,
+        pending: Candidates | None = None,
+    ) -> np.ndarray:
+        """The acquisition value of each candidate (higher is better).
+
+        :param model: the model :meth:`fit` returned
+        :param candidates: the candidates to score
+        :param observations: the observations (the acquisition's incumbents)
+        :param pending: running trials at the end of their current segments; the model is
+            conditioned on their pending results when ``condition_on_pending`` is set, else
+            they are ignored
+        """
+        scored = model
+        if pending is not None and self.condition_on_pending:
+            scored = FittedModel(model.surrogate, model.transform, pending=pending)
         with torch_threads(self.num_threads):
-            return self.acquisition(model, observations)(candidates)
+            values = self.acquisition(scored, observations)(candidates)
+        # the acquisition's prediction (the decision log reads it from the fitted model)
+        model.prediction = getattr(scored, "prediction", None)
+        return values
 
     def _misfit(self) -> bool:
         """Whether the rows conditioned on since the last training were predicted worse than
@@ -315,7 +365,7 @@ class SurrogatePolicy:
         self._size_at_full_fit = 0
 
     def _can_rescale(self) -> bool:
-        return self.schedule.rescale_when_outdated and hasattr(self.surrogate, "rescale")
+        return self.schedule.rescale_when_outdated and self.surrogate.capabilities.rescale
 
     def _from_scratch_due(self, observations: Observations, scores: np.ndarray) -> tuple[bool, bool]:
         """Whether the schedule calls for a fit from scratch and, if not, whether the
@@ -361,7 +411,7 @@ class SurrogatePolicy:
     def metadata(self) -> dict[str, Any]:
         return {
             "surrogate": type(self.surrogate).__name__,
-            "surrogate_config": _settings(getattr(self.surrogate, "config", None)),
+            "surrogate_config": _settings(self.surrogate.config),
             "schedule": {k: (None if v is None or v == math.inf else v) for k, v in vars(self.schedule).items()},
             "num_full_fits": self.num_full_fits,
             "num_refines": self.num_refines,

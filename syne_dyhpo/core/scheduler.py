@@ -21,6 +21,7 @@ import logging
 import math
 import sys
 import time
+from dataclasses import asdict
 from typing import Any, Sequence
 
 import numpy as np
@@ -36,13 +37,16 @@ from syne_tune.optimizer.schedulers.remove_checkpoints import (
 )
 from syne_tune.tuner_callback import TunerCallback
 
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core import decision_log
+from syne_dyhpo.core.candidates import CandidateOptions
+from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
+from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 from syne_dyhpo.core.restore import restore_tuner
-from syne_dyhpo.core.trials import ResultAction, TrialLifecycle
+from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
 from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
 
 logger = logging.getLogger(__name__)
@@ -52,6 +56,13 @@ _ACTIONS = {
     ResultAction.PAUSE: SchedulerDecision.PAUSE,
     ResultAction.STOP: SchedulerDecision.STOP,
 }
+
+
+def _check_type(name: str, value: Any, cls: type, allow_none: bool = False) -> None:
+    if not (isinstance(value, cls) or (allow_none and value is None)):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        expected = f"{article} {cls.__name__}" + (" or None" if allow_none else "")
+        raise ValueError(f"{name} must be {expected}, got {value!r}")
 
 
 class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
@@ -66,35 +77,17 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         "epoch"
     :param max_t: maximum budget (epochs) of a trial; trials are stopped there
     :param budget_step: epochs a trial runs per decision. Defaults to 1 (the papers)
-    :param num_candidates: number of new configurations sampled (or drawn from
-        ``candidate_configs``) and scored per decision, besides all paused trials.
-        Defaults to 256
-    :param num_kept_candidates: the new configurations scored highest at one decision, this
-        many, are offered again at the next in place of as many fresh draws (not in the
-        papers, which leave open how the acquisition is maximised). Between two trainings
-        the acquisition of a new configuration changes only as the model is conditioned on new
-        results, so the best of the last decision's draws are likely among the best again; the
-        choice is then made over the best of all earlier draws (as the last decision ranked
-        them) and the fresh ones rather than over the last ``num_candidates`` alone, closer to
-        the authors' code, which scores every configuration of a tabular benchmark at each
-        step. A configuration scored before costs
-        the GP an update by the rows appended since (O(n)) instead of a new triangular solve
-        (O(n^2)). Measured with 224 of 256 (``benchmarks/RESULTS.md``, ``DyHPO-keep224``):
-        DyHPO's decisions at 5,000 observations of a continuous space take half the time, a
-        simulated LCBench run a fifth less CPU, but the regret with one worker rose on the
-        development tasks (TaskSet anytime at 100 %: 0.069 against 0.007, p = 0.04): the
-        greedier choice of new configurations explores less. Defaults to 0 (every candidate
-        drawn afresh)
-    :param num_initial_random: number of trials started with random configurations before
-        the surrogate is used. Defaults to 1 (the papers); the surrogate also waits for at
-        least ``policy.min_observations`` results
-    :param candidate_configs: optional finite set of configurations (e.g. a tabular
-        benchmark's rows); new configurations are then drawn only from it, each at most once
+    :param candidates: how new configurations are offered
+        (:class:`~syne_dyhpo.core.candidates.CandidateOptions`): how many are scored per
+        decision and kept for the next, how many are started at random first, and optionally
+        the finite set they are drawn from (e.g. a tabular benchmark's rows). Defaults to
+        ``CandidateOptions()``: 256 fresh draws from ``config_space`` per decision, one random
+        start
     :param max_resource_attr: optional config key the training script reads as "stop after
         this epoch"; set to the end of the current segment on every start and resume, so a
         real job stops exactly where the scheduler wants (every decision then pauses the
         trial; if it wins again it is resumed at once). Once a finite pool of configurations
-        (``candidate_configs``, or a small finite space) is nearly used up, it is set to
+        (``candidates.configs``, or a small finite space) is nearly used up, it is set to
         ``max_t`` instead and a winning trial just continues: Syne Tune's Tuner never asks
         again after a ``suggest()`` that found nothing to run, so trials whose jobs stop at
         every segment end could otherwise be left paused for good
@@ -107,77 +100,20 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (its checkpoint was missing or unreadable and the script started over): False
         (default) marks it failed and stops it; True keeps its earlier curve as an archived,
         never-resumed record and lets the trial continue from scratch
-    :param sh_probability: probability of trying a successive-halving promotion before
-        consulting the surrogate (not in the papers; Syne Tune's former DyHPO used 0.25): the
-        paused trial at the highest epoch whose value there ranks in the top
-        ``1 / sh_reduction_factor`` of all values seen at that epoch is resumed; if none
-        qualifies, the surrogate decides as usual. Counters acquisitions that keep favouring
-        new configurations, so that some trials reach ``max_t``. Defaults to 0 (the papers)
-    :param sh_reduction_factor: see ``sh_probability``. Defaults to 3 (Syne Tune's
-        successive halving)
+    :param promotion: successive-halving promotions tried before consulting the surrogate
+        (:class:`~syne_dyhpo.core.promotion.SuccessiveHalvingPromotion`; Syne Tune's former
+        DyHPO used one with probability 0.25). Defaults to None (the papers)
     :param random_seed: seed of all randomness (candidate sampling, surrogate training)
     :param points_to_evaluate: configurations started first, in the given order, before any
-        random or model-based choice (each must be complete and, with ``candidate_configs``,
+        random or model-based choice (each must be complete and, with ``candidates.configs``,
         one of them). As in Syne Tune 0.16's searchers, None means none (0.16 no longer
         starts from the space's default configuration)
-    :param complete_incumbent: give the next segment to the trial holding the best score
-        seen so far whenever it is paused (or reporting) below ``max_t``, before consulting
-        the surrogate (not in the papers). An acquisition that compares candidates at their
-        next segment, or at ``max_t`` through an extrapolation, keeps trading the leader's
-        next epoch for fresh configurations whose first epoch looks as promising; on the
-        development TaskSet tasks, DyHPO and DeepPowerLaw then trained few or no
-        configurations to ``max_t`` (the best fully trained configuration is what a user
-        deploys). Measured in ``benchmarks/RESULTS.md``. Defaults to True; False is the papers
-    :param complete_incumbent_after: the completion starts once this many configurations
-        reported their first epoch, so that the leader leads among several. Defaults to 9
-        (two rungs of successive halving with reduction factor 3; :class:`~syne_dyhpo.DyHPO`:
-        27, where it chooses the first leader with several workers)
-    :param complete_incumbent_delay: the completion also waits until
-        ``complete_incumbent_delay * max_t / workers**2`` epochs were observed (workers: the
-        most trials seen running at once). With one worker, completing a leader stops all
-        exploration for up to ``max_t`` epochs, so the run first explores for ``delay`` times
-        as long: without the wait, the completion cost anytime regret early in the budget on
-        the development LCBench tasks (``benchmarks/RESULTS.md``). With ``w`` workers a
-        completion takes a ``w``-th of the exploration, while for an equal budget in epochs it
-        needs ``w`` times as many of the run's epochs to finish (a trained model is due
-        sooner): hence the square. With 4 workers the default wait is 6 epochs, and the 9
-        first epochs of ``complete_incumbent_after`` decide alone (a wait of 25 epochs there
-        changed no regret significantly and raised DeepPowerLaw's TaskSet regret at 100 % from
-        0.52x to 0.74x ASHA's). Counted in epochs, not in configurations: a method that
-        resumes more often than it starts (DeepPowerLaw) reaches a count of first epochs much
-        later. Defaults to 2; 0 starts the completion after ``complete_incumbent_after`` first
-        epochs alone (version 0.2.0)
-    :param complete_incumbent_share: share of the workers that may complete leaders at once.
-        With several workers, the leader of the moment trains on one worker while the others
-        explore, and each change of leader drops a partly trained one: with 4 workers, 28-45 %
-        of the development runs had no configuration trained to ``max_t`` after a quarter of
-        the budget. The trials whose best scores rank in the top
-        ``max(1, floor(share * workers))`` are all completed (workers: the most trials seen
-        running at once). With one worker only the incumbent is completed, whatever the share
-        (with the default, also with two). Defaults to 0.5 (:class:`~syne_dyhpo.DyHPO`: 0);
-        0 completes only the incumbent
-    :param complete_leaders_until_trained: the share holds only until the first
-        configuration is trained to ``max_t``; from then on only the incumbent is completed
-        (more workers explore). Defaults to False (:class:`~syne_dyhpo.DyHPO`: True)
-    :param committed_completions: the first this many trials the completion chooses are
-        trained to ``max_t`` even when another trial overtakes them (each is resumed whenever
-        it may get the next segment); later choices are completed only while they lead. A
-        trained model early: with 2 commitments and 4 workers, no development LCBench run was
-        left without one at a quarter of the budget, but the first trained models were weaker
-        and early exploration suffered (``benchmarks/RESULTS.md``). Defaults to 0
-        (:class:`~syne_dyhpo.DyHPO`: 1, its one leader chosen among 27 first epochs)
-    :param complete_incumbent_limit: the completion chooses at most this many trials over the
-        run (each counted the first time the completion resumes it); once that many were
-        chosen, it completes only those (while they lead, unless committed) and otherwise the
-        acquisition decides. A cheaper completion:
-        with one worker, every configuration that takes the lead is otherwise completed, each
-        holding the only worker for up to ``max_t`` epochs. None (default): no limit
-    :param commit_completion_after: a trial the completion has resumed is trained to ``max_t``
-        even when overtaken once it has reached this fraction of ``max_t`` (what is half
-        trained is finished). With one worker nothing overtakes the trial being completed, so
-        this acts with several workers only, where a leader overtaken late was otherwise left
-        partly trained (measured in ``benchmarks/RESULTS.md``). None: never (version 0.2.0).
-        Defaults to 0.5
+    :param completion: the incumbent completion
+        (:class:`~syne_dyhpo.core.completion.IncumbentCompletion`): the next segment goes to
+        the leading trial whenever it may get it, so that the best configurations are trained
+        to ``max_t``. Its settings are read, never changed: one object may be passed to
+        several schedulers. Defaults to ``IncumbentCompletion()``; None is the papers (no
+        completion)
     :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
         experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
         True
@@ -192,25 +128,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         time_attr: str = "epoch",
         max_t: int | None = None,
         budget_step: int = 1,
-        num_candidates: int = 256,
-        num_kept_candidates: int = 0,
-        num_initial_random: int = 1,
-        candidate_configs: Sequence[dict[str, Any]] | None = None,
+        candidates: CandidateOptions = CandidateOptions(),
         max_resource_attr: str | None = None,
         max_paused_checkpoints: int | None = None,
         restart_on_lost_checkpoint: bool = False,
-        sh_probability: float = 0.0,
-        sh_reduction_factor: float = 3.0,
+        promotion: SuccessiveHalvingPromotion | None = None,
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
-        complete_incumbent: bool = True,
-        complete_incumbent_after: int = 9,
-        complete_incumbent_delay: float = 2.0,
-        complete_incumbent_share: float = 0.5,
-        complete_leaders_until_trained: bool = False,
-        committed_completions: int = 0,
-        commit_completion_after: float | None = 0.5,
-        complete_incumbent_limit: int | None = None,
+        completion: IncumbentCompletion | None = IncumbentCompletion(),
         log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
@@ -222,46 +147,24 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             raise ValueError(f"metric must be a non-empty string, got {metric!r}")
         if not isinstance(time_attr, str) or not time_attr:
             raise ValueError(f"time_attr must be a non-empty string, got {time_attr!r}")
+        checked_result_keys(metric, time_attr, max_resource_attr)
         do_minimize = checked_flag("do_minimize", do_minimize)
         # integral floats pass: max_t is often read from a blackbox's fidelities (52.0)
         max_t = checked_integer("max_t", max_t, 1, integral_floats=True)
         budget_step = checked_integer("budget_step", budget_step, 1, integral_floats=True)
-        num_candidates = checked_integer("num_candidates", num_candidates, 1)
-        num_kept_candidates = checked_integer("num_kept_candidates", num_kept_candidates, 0)
-        if num_kept_candidates >= num_candidates:
-            raise ValueError(
-                f"num_kept_candidates must be smaller than num_candidates ({num_candidates}), got {num_kept_candidates}"
-            )
+        _check_type("candidates", candidates, CandidateOptions)
+        _check_type("completion", completion, IncumbentCompletion, allow_none=True)
+        _check_type("promotion", promotion, SuccessiveHalvingPromotion, allow_none=True)
         max_paused_checkpoints = checked_integer("max_paused_checkpoints", max_paused_checkpoints, 1, allow_none=True)
-        sh_probability = checked_number("sh_probability", sh_probability, 0.0, 1.0, "a number in [0, 1]")
-        complete_incumbent = checked_flag("complete_incumbent", complete_incumbent)
-        complete_incumbent_after = checked_integer("complete_incumbent_after", complete_incumbent_after, 1)
-        complete_incumbent_delay = checked_number(
-            "complete_incumbent_delay", complete_incumbent_delay, 0.0, sys.float_info.max, "a finite number >= 0"
-        )
-        complete_incumbent_share = checked_number(
-            "complete_incumbent_share", complete_incumbent_share, 0.0, 1.0, "a number in [0, 1]"
-        )
-        complete_leaders_until_trained = checked_flag("complete_leaders_until_trained", complete_leaders_until_trained)
-        committed_completions = checked_integer("committed_completions", committed_completions, 0)
-        complete_incumbent_limit = checked_integer("complete_incumbent_limit", complete_incumbent_limit, 1, allow_none=True)
-        if commit_completion_after is not None:
-            # the smallest positive float as the lower bound: (0, 1]
-            commit_completion_after = checked_number(
-                "commit_completion_after", commit_completion_after, math.ulp(0.0), 1.0, "None or a number in (0, 1]"
-            )
-        sh_reduction_factor = checked_number(
-            "sh_reduction_factor", sh_reduction_factor, math.nextafter(1.0, 2.0), sys.float_info.max, "a finite number > 1"
-        )
-        num_initial_random = checked_integer("num_initial_random", num_initial_random, 0)
         self.config_space = config_space
         self.metric = metric
         self.do_minimize = bool(do_minimize)
         self.time_attr = time_attr
         self.max_t = max_t
         self.budget_step = budget_step
-        self.num_candidates = int(num_candidates)
-        self.num_kept_candidates = num_kept_candidates
+        self.candidates = candidates
+        self.completion = completion
+        self.promotion = promotion
         #: configurations offered again at the next decision, their keys and encodings
         self._kept: tuple[list[dict[str, Any]], list[tuple], np.ndarray] | None = None
         self.max_resource_attr = max_resource_attr
@@ -270,11 +173,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._encoder = ConfigEncoder(config_space)
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
             raise ValueError(f"max_resource_attr '{max_resource_attr}' must not be a hyperparameter of config_space")
-        self._sampler = CandidateSampler(self._encoder, candidate_configs)
+        self._sampler = CandidateSampler(self._encoder, candidates.configs)
         self._points_to_evaluate = self._checked_points(points_to_evaluate)
         self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
         self._lifecycle = TrialLifecycle(
-            self._obs, budget_step=self.budget_step, restart_on_lost_checkpoint=restart_on_lost_checkpoint
+            self._obs,
+            budget_step=self.budget_step,
+            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
+            max_resource_attr=max_resource_attr,
         )
         self._decider = DecisionMaker(
             policy,
@@ -282,23 +188,16 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             segment_end=self._lifecycle.segment_end,
             rng=np.random.RandomState(self.random_seed),
             random_seed=int(self.random_seed),
-            num_initial_random=int(num_initial_random),
-            sh_probability=float(sh_probability),
-            sh_reduction_factor=float(sh_reduction_factor),
+            candidates=candidates,
+            completion=completion,
+            promotion=promotion,
             max_paused_checkpoints=max_paused_checkpoints,
-            complete_incumbent=complete_incumbent,
-            complete_incumbent_after=complete_incumbent_after,
-            complete_incumbent_share=complete_incumbent_share,
-            complete_leaders_until_trained=complete_leaders_until_trained,
-            complete_incumbent_delay=complete_incumbent_delay,
-            committed_completions=committed_completions,
-            commit_completion_after=commit_completion_after,
-            complete_incumbent_limit=complete_incumbent_limit,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
         self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
+        self._restore_pending = False  # True once unpickled, until restore() is done
         self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
         self._last_row, self._last_decision = None, None  # the log's row of the last decision
 
@@ -361,6 +260,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self.on_trial_add(trial)
             record = self._obs.trials[trial.trial_id]
         epoch, value = self._parse_result(trial.trial_id, result)
+        check_epoch_within_max_t(record, epoch, self.max_t, self.time_attr)
         action = self._lifecycle.on_result(record, epoch, value)
         if action is not ResultAction.DECIDE:
             return _ACTIONS[action]
@@ -381,7 +281,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
-            self._lifecycle.on_completed(record)
+            self._lifecycle.on_job_completed(record)
 
     def on_trial_remove(self, trial: Trial):
         record = self._obs.trials.get(trial.trial_id)
@@ -419,22 +319,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "time_attr": self.time_attr,
             "max_t": self.max_t,
             "budget_step": self.budget_step,
-            "num_candidates": self.num_candidates,
-            "num_kept_candidates": self.num_kept_candidates,
-            "num_initial_random": self._decider.num_initial_random,
+            "candidates": self.candidates.metadata(),
             "max_resource_attr": self.max_resource_attr,
             "max_paused_checkpoints": self.max_paused_checkpoints,
             "random_seed": int(self.random_seed),
-            "sh_probability": self._decider.sh_probability,
-            "sh_reduction_factor": self._decider.sh_reduction_factor,
-            "complete_incumbent": self._decider.complete_incumbent,
-            "complete_incumbent_after": self._decider.complete_incumbent_after,
-            "complete_incumbent_delay": self._decider.complete_incumbent_delay,
-            "complete_incumbent_share": self._decider.complete_incumbent_share,
-            "complete_leaders_until_trained": self._decider.complete_leaders_until_trained,
-            "committed_completions": self._decider.committed_completions,
-            "commit_completion_after": self._decider.commit_completion_after,
-            "complete_incumbent_limit": self._decider.complete_incumbent_limit,
+            "promotion": None if self.promotion is None else asdict(self.promotion),
+            "completion": None if self.completion is None else asdict(self.completion),
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
@@ -541,26 +431,26 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """New configurations for a decision, their keys and encodings: those kept from the
         last one (still free), then fresh draws up to ``num_candidates``."""
         if self._kept is None:
-            return self._sampler.propose_with_keys(self._decider.rng, self.num_candidates)
+            return self._sampler.propose_with_keys(self._decider.rng, self.candidates.num_candidates)
         configs, keys, x = self._kept
         free = [i for i, key in enumerate(keys) if self._sampler.is_free_key(key)]
         on_offer = [keys[i] for i in free]
         fresh, fresh_keys, fresh_x = self._sampler.propose_with_keys(
-            self._decider.rng, self.num_candidates - len(free), exclude=frozenset(on_offer)
+            self._decider.rng, self.candidates.num_candidates - len(free), exclude=frozenset(on_offer)
         )
         return [configs[i] for i in free] + fresh, on_offer + fresh_keys, np.concatenate([x[free], fresh_x])
 
     def _keep_best_new_configs(
         self, new_configs: list[dict[str, Any]], new_keys: list[tuple], new_x: np.ndarray, decision: Decision | None
     ) -> None:
-        """Keeps the ``num_kept_candidates`` new configurations the acquisition scored highest
+        """Keeps the ``candidates.num_kept`` new configurations the acquisition scored highest
         (the one to be started excepted); a decision made without the acquisition (completion,
         promotion, random start) keeps those kept before."""
         values = self._decider.new_config_values
-        if self.num_kept_candidates == 0 or values is None or len(values) != len(new_configs):
+        if self.candidates.num_kept == 0 or values is None or len(values) != len(new_configs):
             return
         started = decision.config if decision is not None and decision.kind is DecisionKind.START else None
-        order = [i for i in np.argsort(-values, kind="stable") if new_configs[i] is not started][: self.num_kept_candidates]
+        order = [i for i in np.argsort(-values, kind="stable") if new_configs[i] is not started][: self.candidates.num_kept]
         self._kept = ([new_configs[i] for i in order], [new_keys[i] for i in order], new_x[order])
 
     def _checked_points(self, points: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -635,8 +525,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
 
         :param backend: the backend running the trials (where their checkpoints are)
         """
-        info = decision_log.run_info(self, backend)
-        self._log.bind(folder, start_timestamp, run_info=info)
+        self._log.bind(folder, start_timestamp, run_info=decision_log.run_info(self, backend))
 
     def _bind_log(self, tuner) -> None:
         if tuner is None:
@@ -649,11 +538,6 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         )
 
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
-
-    _restore_pending = False  # unpickled, restore() not done yet
-    # schedulers pickled before kept candidates existed draw every candidate afresh
-    num_kept_candidates = 0
-    _kept = None
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickling, which is how Syne Tune's ``Tuner.load`` brings back a saved tuner (it
@@ -687,8 +571,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         done = restore_tuner(self, self._lifecycle, tuner)
         now = self._log.now()
         for trial_id in done.get("resumable", []):
-            record = self._obs.trials[trial_id]
-            self._log.add(now, trial_id, record.last_epoch, reason="restored", next_epoch=None)
+            self._log.add(now, trial_id, self._obs.trials[trial_id].last_epoch, reason="restored")
         for trial_id in done.get("unsaved", []):
             self._log.add(now, trial_id, reason="archived")
         return done

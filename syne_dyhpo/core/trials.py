@@ -28,6 +28,22 @@ class ResultAction(str, Enum):
     DECIDE = "decide"  # its segment ended: the policy chooses who trains next
 
 
+def check_epoch_within_max_t(record: TrialRecord, epoch: int, max_t: int, time_attr: str) -> None:
+    """Raises a ValueError if a trial's first report is already past ``max_t``: ``time_attr``
+    then counts something else than ``max_t`` does (steps against epochs), and every trial
+    would stop with an empty curve.
+
+    :param record: the reporting trial
+    :param epoch: the value of ``time_attr`` it reported
+    """
+    if epoch > max_t and record.last_epoch == 0:
+        raise ValueError(
+            f"trial_id {record.trial_id} reported {time_attr}={epoch} first, beyond max_t={max_t}: "
+            f"time_attr '{time_attr}' must count the same budget as max_t (epochs from 1 to max_t), "
+            "e.g. not steps while max_t counts epochs"
+        )
+
+
 class TrialLifecycle:
     """Status transitions and segment ends of all trials in ``observations``.
 
@@ -36,13 +52,26 @@ class TrialLifecycle:
     :param restart_on_lost_checkpoint: what a resumed trial that reports epoch 1 again (its
         checkpoint was missing or unreadable, the script started over) becomes: False marks it
         failed; True archives its earlier curve and lets it continue from scratch
+    :param max_resource_attr: the scheduler's ``max_resource_attr`` (None: jobs are not told
+        where their segment ends), named when epochs were lost (:meth:`lost_epochs`)
     """
 
-    def __init__(self, observations: Observations, budget_step: int, restart_on_lost_checkpoint: bool = False):
+    #: whether lost epochs were logged as an ERROR in this run (once per run)
+    lost_epochs_logged = False
+    max_resource_attr: str | None = None
+
+    def __init__(
+        self,
+        observations: Observations,
+        budget_step: int,
+        restart_on_lost_checkpoint: bool = False,
+        max_resource_attr: str | None = None,
+    ):
         self.observations = observations
         self.max_t = observations.max_t
         self.budget_step = budget_step
         self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
+        self.max_resource_attr = max_resource_attr
         self._resumed: set[int] = set()  # resumed, no new report yet (lost-checkpoint detection)
 
     def segment_end(self, record: TrialRecord | None) -> int:
@@ -79,6 +108,8 @@ class TrialLifecycle:
             return ResultAction.STOP
         if epoch == 1 and record.last_epoch >= 1 and record.trial_id in self._resumed:
             return self._on_restart(record, value)
+        if record.trial_id in self._resumed and epoch > record.last_epoch + 1:
+            self.lost_epochs(record, record.last_epoch + 1, epoch - 1, f"its resumed job reported epoch {epoch} first")
         self._resumed.discard(record.trial_id)
         if not self.observations.add_result(record.trial_id, epoch, value):
             return ResultAction.CONTINUE  # repeated or stale epoch: nothing new
@@ -99,7 +130,13 @@ class TrialLifecycle:
     def _on_late_result(self, record: TrialRecord, epoch: int, value: float) -> ResultAction:
         """A trial paused or stopped by us whose job reported once more before it ended
         (results are polled): the data is kept if new, and what it says about the trial holds
-        (a diverged trial is never resumed, one that reached ``max_t`` is finished)."""
+        (a diverged trial is never resumed, one that reached ``max_t`` is finished). A paused
+        trial's job that reports past the end of its segment went on training: what it trained
+        after this report is lost when it is killed (:meth:`lost_epochs`)."""
+        if record.status is TrialStatus.PAUSED and record.segment_end < epoch <= self.max_t:
+            self.lost_epochs(
+                record, epoch + 1, None, f"its job was paused at epoch {record.segment_end} and still reported epoch {epoch}"
+            )
         if self.observations.add_result(record.trial_id, epoch, value) and record.status in (
             TrialStatus.PAUSED,
             TrialStatus.RETIRED,
@@ -110,6 +147,46 @@ class TrialLifecycle:
             elif epoch >= self.max_t:
                 record.status = TrialStatus.FINISHED
         return ResultAction.PAUSE if record.status.resumable else ResultAction.STOP
+
+    def lost_epochs(self, record: TrialRecord, first: int, last: int | None, evidence: str) -> None:
+        """Results the trial's job trained were never seen: its job trained past the end of the
+        segment it was paused at, and a backend that polls results (Syne Tune's
+        ``LocalBackend``) drops those reported after a pause. They stay missing in the curve
+        (NaN gaps, or its end), never moved to another epoch. Logged as an ERROR naming
+        ``max_resource_attr`` the first time in a run, at INFO afterwards.
+
+        :param record: the trial
+        :param first: first epoch lost
+        :param last: last epoch lost (None: not known)
+        :param evidence: what showed it, for the message
+        """
+        if last is None:
+            epochs = f"epochs from {first} on"
+        elif last == first:
+            epochs = f"epoch {first}"
+        else:
+            epochs = f"epochs {first}-{last}"
+        if self.max_resource_attr is None:
+            advice = (
+                "Create the scheduler with max_resource_attr (a config key, e.g. "
+                "max_resource_attr='epochs') and have the training script stop after the epoch it "
+                "holds: a job then stops where the scheduler pauses it"
+            )
+        else:
+            advice = (
+                f"The training script must stop after the epoch in config['{self.max_resource_attr}'] "
+                f"(max_resource_attr='{self.max_resource_attr}'), which is set on every start and resume"
+            )
+        message = (
+            f"trial_id {record.trial_id}: lost {epochs} of its curve ({evidence}): its job trained past "
+            f"the end of its segment, and results reported after a pause are dropped. They are recorded "
+            f"as missing. {advice}"
+        )
+        if self.lost_epochs_logged:
+            logger.info(message)
+            return
+        self.lost_epochs_logged = True
+        logger.error(message + " (logged once per run; later losses at INFO)")
 
     def _on_restart(self, record: TrialRecord, value: float) -> ResultAction:
         """A resumed trial reported epoch 1: its checkpoint was lost and it started over."""
@@ -141,6 +218,15 @@ class TrialLifecycle:
         """Syne Tune took the trial's worker away (after our PAUSE or STOP)."""
         if record.status is TrialStatus.RUNNING:
             record.status = TrialStatus.PAUSED if record.last_epoch < self.max_t else TrialStatus.FINISHED
+
+    def on_job_completed(self, record: TrialRecord) -> None:
+        """The trial's job ended by itself (:meth:`on_completed`). A job resumed after epoch
+        ``e < max_t`` that ends without reporting anything had nothing left to train: its
+        checkpoint was past ``e``, the epochs in between were lost (:meth:`lost_epochs`)."""
+        if record.status is TrialStatus.RUNNING and record.trial_id in self._resumed and record.last_epoch < self.max_t:
+            self.lost_epochs(record, record.last_epoch + 1, None, "its resumed job ended without reporting an epoch")
+        self._resumed.discard(record.trial_id)
+        self.on_completed(record)
 
     def on_completed(self, record: TrialRecord) -> None:
         """The trial's job ended by itself: it can never be resumed."""

@@ -10,6 +10,7 @@ import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -60,15 +61,16 @@ DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
 #: the authors' code), and capped training. A refinement runs at most 16 minibatch steps (the
 #: paper's 20 epochs are 320 steps at 1000 observations), fewer beyond 2000 observations
 #: (``refine_steps_shrink_after``), and a fit from scratch at most 4000 (the paper's 250 epochs up
-#: to 1024 observations). A step of the 5 x 128 x 128 ensemble is about 30 MFLOP, so the steps
-#: are most of a decision's cost (docs/speed.md). This is version 0.1's ensemble training up to
-#: 1024 observations, where it decides alike; with BatchNorm and 4 steps per refinement (the
-#: default before, ``benchmarks/runner.py``'s ``BN_FOUR_STEPS``) DeepPowerLaw started fewer
-#: configurations and was behind version 0.1 on LCBench (``benchmarks/RESULTS.md``, "DeepPowerLaw
-#: with version 0.1's ensemble training").
+#: to 1024 observations): the steps are most of a decision's cost. ``PowerLawConfig()`` is the
+#: paper's; docs/deviations.md says why each cap and what it costs.
 DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(
     max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
 )
+
+
+#: DeepPowerLaw's incumbent completion: :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s
+#: defaults (with several workers, the top half of the workers complete leaders).
+DEFAULT_COMPLETION = IncumbentCompletion()
 
 
 class DeepPowerLaw(FreezeThawScheduler):
@@ -85,8 +87,11 @@ class DeepPowerLaw(FreezeThawScheduler):
         :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the authors'
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
+        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
+        Defaults to ``"trials_if_alike"``
+    :param completion: the incumbent completion (see
+        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
+        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class DeepPowerLaw(FreezeThawScheduler):
         surrogate_config: PowerLawConfig | None = None,
         fit_schedule: FitSchedule | None = None,
         normalisation_scores: str = "trials_if_alike",
+        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
         policy = SurrogatePolicy(
@@ -104,4 +110,4 @@ class DeepPowerLaw(FreezeThawScheduler):
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
             normalisation_scores=normalisation_scores,
         )
-        super().__init__(config_space, metric, policy, **kwargs)
+        super().__init__(config_space, metric, policy, completion=completion, **kwargs)

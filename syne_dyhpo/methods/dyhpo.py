@@ -11,6 +11,7 @@ import numpy as np
 from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
+from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -54,36 +55,32 @@ class MultiFidelityLogEI(LogExpectedImprovement):
         return per_budget_incumbent(self.best_per_budget, candidates.budget)
 
 
-#: Default training schedule of DyHPO's GP. The paper's (:func:`paper_fit_schedule`: refine
-#: after every observation) costs most of a run's time (about an hour per 1000 epochs with the
-#: authors' code); here the kernel is refined (warm start) every 21 observations and retrained
-#: from scratch when the data has grown 4-fold, while every decision still conditions the GP on
-#: all data. 21: fewer than one decision in 20 refines (a refine costs several times a decision
-#: without one), so the 95th percentile of decision latency is not a refine (``docs/speed.md``);
-#: every 15, as in version 0.1, is ``replace(DEFAULT_FIT_SCHEDULE, refine_every=15)`` (1.2x the
-#: CPU, regret level on the development tasks: ``benchmarks/RESULTS.md``, ``DyHPO-every15``).
-#: Beyond 2100 observations, refines come every 1 % of the data (``refine_every_fraction``:
-#: every 50 observations at 5,000), which bounds a large study's decision latency.
+#: Default training schedule of DyHPO's GP: the kernel is refined (warm start) every 21
+#: observations, beyond 2100 observations every 1 % of the data (``refine_every_fraction``),
+#: and retrained from scratch when the data has grown 4-fold; every decision conditions the GP
+#: on all data. The paper's is :func:`paper_fit_schedule` (refined after every observation);
+#: docs/deviations.md says why and what each costs.
 DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=21, refit_growth=4.0, refine_every_fraction=0.01)
 
 #: A cheaper schedule for large studies: the kernel refined on evidence of misfit
 #: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
-#: sign test at level 0.01), at the latest every 100 observations. About a fifth less CPU per
-#: 1000-epoch run than :data:`DEFAULT_FIT_SCHEDULE` (a simulated LCBench run: 8.8 against 11.2
-#: s), but higher regret at 100 % of the budget on the 24 development LCBench tasks with one
-#: worker (fully trained 0.029 against 0.023, p = 0.02; ``benchmarks/RESULTS.md``,
-#: ``DyHPO-refine-on-misfit``; ``docs/speed.md``).
+#: sign test at level 0.01), at the latest every 100 observations. Less CPU than
+#: :data:`DEFAULT_FIT_SCHEDULE`, at some cost in regret (docs/deviations.md).
 MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
 
 #: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
 #: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
 #: posterior conditioned on at most about 512 observations (``max_condition_points``: every
 #: configuration's latest, then the most recent; the paper's exact GP on all: None), which
-#: bounds a decision's cost beyond that. 512 against 1024 on the development grid, where runs
-#: reach 1000 observations: regret at 100 % of the budget level or lower in all eight cells,
-#: decision latency at 5,000 observations about two thirds; 256 raised the 4-worker TaskSet
-#: regret (``docs/speed.md``, ``benchmarks/RESULTS.md``, ``DyHPO-cond1024``, ``DyHPO-cond256``).
+#: bounds a decision's cost. ``DeepKernelGPConfig()`` is the paper's.
 DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=512)
+
+
+#: DyHPO's incumbent completion: one leader (``share=0``), chosen once 27 configurations
+#: reported their first epoch (three rungs of successive halving with reduction factor 3) and
+#: committed to (``committed=1``: trained to ``max_t`` even when overtaken); the other settings
+#: are :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s defaults.
+DEFAULT_COMPLETION = IncumbentCompletion(after=27, share=0.0, leaders_until_trained=True, committed=1)
 
 
 def paper_fit_schedule() -> FitSchedule:
@@ -114,35 +111,11 @@ class DyHPO(FreezeThawScheduler):
         what a running trial is already finding out. Defaults to False (the paper)
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained and measured in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``; ``"epochs"`` is version 0.2.0's
-    :param complete_leaders_until_trained: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to True: with 4
-        workers, two leaders completed for the whole run cost DyHPO's anytime regret on the
-        LCBench development tasks at 100 % of the budget (0.027 against 0.019 with one,
-        Wilcoxon p = 0.03 over 72 runs); until the first configuration is trained, nothing
-        measurable (``benchmarks/RESULTS.md``). Acts only with ``complete_incumbent_share > 0``
-    :param complete_incumbent_after: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to 27 (the
-        scheduler's: 9), three rungs of successive halving with reduction factor 3. With 4
-        workers the wait of ``complete_incumbent_delay`` is 6 epochs, so this count chooses the
-        first leader: among 9 one-epoch results it was often a weak configuration, which then
-        held a worker for up to ``max_t`` epochs. With one worker the wait in epochs comes
-        later in almost every run (116 of 120 LCBench development runs decided alike) and decides
-        when the completion starts
-    :param complete_incumbent_share: see
-        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`. Defaults to 0 (the
-        scheduler's: 0.5), the incumbent alone
-    :param committed_completions: see :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`.
-        Defaults to 1 (the scheduler's: 0): the first leader, chosen among 27 first epochs, is
-        trained to ``max_t`` even when a fresh configuration overtakes it, so that one worker,
-        not two, buys the early trained model. Measured together with the two arguments above
-        (``benchmarks/RESULTS.md``, "DyHPO with 4 workers: one leader, chosen among 27"): on
-        the 24 LCBench development tasks with 4 workers, anytime regret at 25 / 50 % of the
-        budget 0.063 / 0.036 against 0.086 / 0.046 with two leaders chosen among 9 (the
-        defaults before; Wilcoxon p = 0.00 over 120 runs) and fully-trained regret 0.187 /
-        0.080 against 0.202 / 0.094 (p = 0.05 / 0.00); TaskSet level (20 runs per cell).
-        With one worker only the first argument acts
+        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
+        Defaults to ``"trials_if_alike"``
+    :param completion: the incumbent completion (see
+        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
+        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
     """
 
     def __init__(
@@ -153,10 +126,7 @@ class DyHPO(FreezeThawScheduler):
         fit_schedule: FitSchedule | None = None,
         condition_on_running: bool = False,
         normalisation_scores: str = "trials_if_alike",
-        complete_leaders_until_trained: bool = True,
-        complete_incumbent_after: int = 27,
-        complete_incumbent_share: float = 0.0,
-        committed_completions: int = 1,
+        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
@@ -171,9 +141,6 @@ class DyHPO(FreezeThawScheduler):
             config_space,
             metric,
             policy,
-            complete_leaders_until_trained=complete_leaders_until_trained,
-            complete_incumbent_after=complete_incumbent_after,
-            complete_incumbent_share=complete_incumbent_share,
-            committed_completions=committed_completions,
+            completion=completion,
             **kwargs,
         )

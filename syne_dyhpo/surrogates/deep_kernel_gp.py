@@ -48,6 +48,7 @@ from torch import nn
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
+from syne_dyhpo.core.policy import Surrogate, SurrogateCapabilities
 from syne_dyhpo.surrogates.marginal_likelihood import _MAX_HALF_SQ_DIST, negative_mll_and_gradients
 from syne_dyhpo.surrogates.optim import Adam
 
@@ -328,11 +329,14 @@ _PREFIX_STALE_ROWS = 64
 _SAME_LENGTH_GROUP = 32
 
 
-class DeepKernelGP:
-    """DyHPO's deep-kernel GP surrogate (see module docstring).
+class DeepKernelGP(Surrogate):
+    """DyHPO's deep-kernel GP surrogate (see module docstring). Reports its misfit and
+    conditions predictions on pending results.
 
     :param config: training settings
     """
+
+    capabilities = SurrogateCapabilities(misfit=True, pending=True)
 
     def __init__(self, config: DeepKernelGPConfig | None = None):
         self.config = config or DeepKernelGPConfig()
@@ -559,7 +563,7 @@ class DeepKernelGP:
         covar = self._model.covar_module
         post = _Posterior(self._params_version, rows, z.shape[1], n_seen=self._n, centre=z.mean(dim=0, keepdim=True),
                           lengthscale=float(covar.base_kernel.lengthscale), outputscale=float(covar.outputscale),
-                          slots_hint=getattr(self, "_cache_slots", 0))  # 0: pickled before it existed
+                          slots_hint=self._cache_slots)
         zs, sq = post.scaled(z)
         k = post.kernel(zs, sq, zs, sq)
         k.diagonal().add_(self._likelihood.noise.item())

@@ -28,21 +28,6 @@ class Adam:
         self.exp_avg_sq = [torch.zeros_like(p) for p in self.params]
         self.steps = 0
 
-    def __setstate__(self, state: dict) -> None:
-        # pickles written before the fused kernel held one flat moment buffer per dtype
-        self.__dict__.update(state)
-        if isinstance(self.exp_avg, dict):
-            self.exp_avg, self.exp_avg_sq = self._unflatten(state["exp_avg"]), self._unflatten(state["exp_avg_sq"])
-
-    def _unflatten(self, flat: dict[torch.dtype, torch.Tensor]) -> list[torch.Tensor]:
-        offsets: dict[torch.dtype, int] = {}
-        moments = []
-        for p in self.params:
-            start = offsets.get(p.dtype, 0)
-            moments.append(flat[p.dtype][start : start + p.numel()].view_as(p).clone())
-            offsets[p.dtype] = start + p.numel()
-        return moments
-
     @torch.no_grad()
     def step(self, grads: list[torch.Tensor]) -> None:
         """One Adam step with ``grads`` (one per parameter, in order)."""
@@ -64,12 +49,3 @@ class Adam:
                 amsgrad=False,
                 maximize=False,
             )
-
-    def load_torch_state(self, state: dict) -> None:
-        """Takes over the moments of a ``torch.optim.Adam`` state dict over the same params."""
-        if not state.get("state"):
-            return
-        for i, s in state["state"].items():
-            self.exp_avg[int(i)].copy_(s["exp_avg"].reshape(self.params[int(i)].shape))
-            self.exp_avg_sq[int(i)].copy_(s["exp_avg_sq"].reshape(self.params[int(i)].shape))
-            self.steps = int(s["step"])

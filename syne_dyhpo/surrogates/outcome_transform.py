@@ -22,9 +22,6 @@ class ScoreTransform:
         Defaults to -4
     """
 
-    #: transforms pickled before the attribute existed
-    degenerate = False
-
     def __init__(self, floor: float = -4.0):
         self.floor = floor
         self.loc = 0.0

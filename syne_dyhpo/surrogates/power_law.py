@@ -33,6 +33,7 @@ from torch import nn
 from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_positive
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
+from syne_dyhpo.core.policy import Surrogate, SurrogateCapabilities
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
@@ -56,21 +57,14 @@ class PowerLawConfig:
         shrinks in proportion to their inverse, ``max(1, max_refine_steps *
         refine_steps_shrink_after // n)`` steps at ``n`` observations, so that a decision's
         cost stays about flat as the data grows: the steps are a constant cost per decision,
-        while predicting the candidates costs more with more data (``docs/speed.md``). Each new
-        observation is also a smaller share of the data the warm start was trained on. With
-        ``max_refine_steps=16`` and 2000 (DeepPowerLaw's default), its decisions stay within
-        issue 12's latency targets (``docs/speed.md``). None: the cap holds at any size.
-        Defaults to None
+        while predicting the candidates costs more with more data. Each new observation is
+        also a smaller share of the data the warm start was trained on. None: the cap holds at
+        any size. Defaults to None (DeepPowerLaw's default: 2000)
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
-        statistics. Defaults to True (the paper); False is the authors' code, DeepPowerLaw's
-        default, and what pickles written before this option existed load with. With 4 steps
-        per refinement, against False on the development tasks (``benchmarks/RESULTS.md``,
-        "DeepPowerLaw with the paper's BatchNorm"): TaskSet regret at the end of the budget
-        about halved; LCBench level there, behind at half the budget with one worker. With
-        16 steps and no BatchNorm, DeepPowerLaw started more configurations and was level with
-        version 0.1 on LCBench ("DeepPowerLaw with version 0.1's ensemble training")
+        statistics. Defaults to True (the paper); False is the authors' code and DeepPowerLaw's
+        default (docs/deviations.md)
     """
 
     num_members: int = 5
@@ -84,10 +78,6 @@ class PowerLawConfig:
     max_fit_steps: int | None = None
     batch_norm: bool = True
     refine_steps_shrink_after: int | None = None
-
-    def __setstate__(self, state: dict) -> None:
-        state.setdefault("batch_norm", False)  # pickled before the option: nets without it
-        self.__dict__.update(state)
 
     def __post_init__(self):
         checked_choice("loss", self.loss, ("mse", "l1"))
@@ -145,13 +135,6 @@ class PowerLawNets(nn.Module):
         self.norms = nn.ModuleList([nn.BatchNorm1d(m * cfg.hidden) for _ in range(2)]) if cfg.batch_norm else None
         self.out_scale = 1.0
         self.out_shift = 0.0
-
-    def __setstate__(self, state: dict) -> None:
-        state.setdefault("out_scale", 1.0)  # pickled before the output map existed: identity
-        state.setdefault("out_shift", 0.0)
-        if "norms" not in state and "norms" not in state.get("_modules", {}):
-            state["norms"] = None  # pickled before batch_norm existed: none
-        super().__setstate__(state)
 
     def _hidden(self, i: int, pre_activation: torch.Tensor) -> torch.Tensor:
         """Hidden layer ``i``'s LeakyReLU of its pre-activation (members, rows, units), after
@@ -294,30 +277,20 @@ def train_step(nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor,
     return float(value)
 
 
-class PowerLawEnsemble:
-    """DPL's ensemble of conditioned power laws (see module docstring).
+class PowerLawEnsemble(Surrogate):
+    """DPL's ensemble of conditioned power laws (see module docstring). Can be carried over to
+    a new outcome transform (``rescale``).
 
     :param config: training settings
     """
+
+    capabilities = SurrogateCapabilities(rescale=True)
 
     def __init__(self, config: PowerLawConfig | None = None):
         self.config = config or PowerLawConfig()
         self._nets: PowerLawNets | None = None
         self._adam: Adam | None = None
         self._max_t = 1
-
-    def __setstate__(self, state: dict) -> None:
-        # pickles written before the optimizer was a plain-tensor Adam held a torch optimizer's
-        # state dict: its moments carry over
-        optimizer_state = state.pop("_optimizer_state", None)
-        state.pop("_optimizer", None)
-        self.__dict__.update(state)
-        if "_adam" not in state:
-            self._adam = None
-            if self._nets is not None:
-                self._adam = Adam(list(self._nets.parameters()), lr=self.config.lr)
-                if optimizer_state is not None:
-                    self._adam.load_torch_state(optimizer_state)
 
     def fit(self, data: TrainingData, from_scratch: bool, seed: int) -> None:
         cfg = self.config

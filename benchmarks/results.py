@@ -1,0 +1,391 @@
+"""Writes ``benchmarks/RESULTS.md`` and its figures from a results folder of the benchmark grid.
+
+    PYTHONPATH=. python -m benchmarks.results RESULTS_DIR \\
+        [--out benchmarks/RESULTS.md] [--figures benchmarks/figures]
+
+Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
+``run.json`` and ``results.csv.gz`` of each, :mod:`benchmarks.runner`): the same runs give the
+same file. A partial folder (a grid still running) is reported as far as it goes, and the
+section "Runs" says which cells are incomplete. LCBench's two data folders (``lcbench``,
+``lcbench-extra``) are one family in every table and figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.report import (
+    FRACTIONS,
+    REFERENCES,
+    REGRET_KINDS,
+    TIE_TOLERANCE,
+    RunRecord,
+    load_runs,
+    long_table,
+    method_order,
+    signed_rank_test,
+    to_markdown,
+)
+
+#: Benchmark (data folder) -> family: the tables and figures pool a family's tasks
+FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet"}
+
+#: Our methods' defaults: the headline compares them with the better of :data:`REFERENCES`
+OURS = ("DyHPO", "DeepPowerLaw")
+
+#: Named deviations from the papers measured: (our default, the variant with the papers'
+#: setting, what the variant changes)
+DEVIATIONS = (
+    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`complete_incumbent=False`)"),
+    ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`complete_incumbent=False`)"),
+)
+
+GRID_COMMAND = """\
+DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
+PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
+    --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
+    --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
+
+PROTOCOL = """\
+- **Tasks run:** {tasks}. LCBench: `lcbench` (6 tasks) and `lcbench-extra` (18), YAHPO surrogate
+  values on the 2000 real LCBench configurations (*surrogate values, not measured curves*);
+  TaskSet: IMDB text-RNN tasks (real curves, 1000 configurations, some diverge). The
+  development data is not shipped (the repo ships a 300-row subset of 4 tasks for the demo and
+  the tests, `benchmarks/data`); pass its folders with `--data`.
+- **Seeds:** {seeds} (simulator seed = scheduler seed). **Budget:** {budgets} epochs per run
+  (20 x max fidelity), counted as epochs actually simulated. **Workers:** {workers}, on Syne
+  Tune's simulator (`UserBlackboxBackend`).
+- **Candidates:** every method draws configurations only from the table, each row at most
+  once: ours sample unused rows uniformly (`candidate_configs`), RandomSearch and ASHA draw
+  unused rows uniformly, BOHB's proposals are mapped to the nearest unused row
+  (`benchmarks.table.TableRestricted`). Our schedulers get exact segments (`max_resource_attr`).
+- **Regrets:** normalised regret = (best - incumbent) / (best - worst), best = best table value
+  at any fidelity, worst = 0.9 quantile of the finite final-fidelity values, clipped to [0, 1].
+  *Anytime*: incumbent = best value seen at any epoch. *Fully trained*: incumbent = the value
+  at `max_t` of the best configuration trained to `max_t` so far (1 while there is none): what
+  a user takes home. 25/50/100 %: after that share of the epoch budget.
+- **Simulated time is training time only** (the scheduler's compute is measured apart, see
+  "Speed"), so a run is reproducible from its seed.
+- **Paired tests:** a pair is one (task, seed) both methods ran; two-sided Wilcoxon
+  signed-rank test on the non-tied pairs (`benchmarks.report.signed_rank_test`; differences of
+  at most {tie:g} are ties, p = 1 when all pairs tie)."""
+
+
+def family_of(benchmark: str) -> str:
+    """
+    :param benchmark: Benchmark (data folder) name of a run
+    :return: Its family in the tables (:data:`FAMILIES`; other names stand for themselves)
+    """
+    return FAMILIES.get(benchmark, benchmark)
+
+
+def _pct(f: float) -> str:
+    return f"{int(round(100 * f))} %"
+
+
+def _fmt(v: float, digits: int = 3) -> str:
+    return "-" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return "-" if np.isnan(p) else (f"{p:.2g}" if p >= 0.001 else "<0.001")
+
+
+def _source_tasks(source: str) -> list[str]:
+    """Task names of a serialized data folder (its ``metadata.json``); none if unreadable."""
+    try:
+        return list(json.loads((Path(source) / "metadata.json").read_text()).get("task_names", []))
+    except (OSError, ValueError):
+        return []
+
+
+def completeness(long: pd.DataFrame, runs: Sequence[RunRecord]) -> tuple[pd.DataFrame, list[str]]:
+    """
+    The grid the runs span: per family, every task of the data folders its runs came from (or,
+    where a folder is not readable here, every task seen in a run), every seed seen, every
+    method of :data:`benchmarks.runner.VARIANTS` and every method seen, per worker count seen.
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param runs: The runs of ``long`` (their ``run.json`` name their data folders)
+    :return: Table (family, workers, one column per method: runs present / expected) and the
+        lines naming the incomplete cells
+    """
+    from benchmarks.runner import VARIANTS
+
+    done = long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"])
+    methods = method_order(set(VARIANTS) | set(done["method"]), OURS, REFERENCES)
+    seeds = sorted(done["seed"].unique())
+    tasks: dict[str, set[str]] = {}
+    for r in runs:
+        s = r.summary
+        tasks.setdefault(s["benchmark"], set()).update(_source_tasks(s["source"]) or [s["task"]])
+    rows, missing = [], []
+    for family in sorted(tasks):
+        expected = len(tasks[family]) * len(seeds)
+        for n_workers in sorted(done["n_workers"].unique()):
+            g = done[(done["benchmark"] == family) & (done["n_workers"] == n_workers)]
+            row = {"family": family, "workers": n_workers}
+            for m in methods:
+                have = g[g["method"] == m]
+                row[m] = f"{len(have)}/{expected}"
+                if len(have) < expected:
+                    absent = sorted(tasks[family] - set(have["task"]))
+                    cell = f"{family}, {n_workers} worker{'s' if n_workers > 1 else ''}, {m}"
+                    if len(have) == 0:
+                        missing.append(f"{cell}: no runs")
+                    elif absent:
+                        missing.append(f"{cell}: {expected - len(have)} runs missing; no run on "
+                                       + (", ".join(absent) if len(absent) <= 6 else f"{len(absent)} tasks"))
+                    else:
+                        missing.append(f"{cell}: {expected - len(have)} runs missing")
+            rows.append(row)
+    return pd.DataFrame(rows), missing
+
+
+def means_table(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :return: Per (family, workers, method): runs, mean anytime and fully-trained regret at each
+        budget point, mean trials trained to ``max_t`` at the end
+    """
+    rows = []
+    last = long["budget_point"].max()
+    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+        for m in method_order(g["method"].unique(), OURS, REFERENCES):
+            gm = g[g["method"] == m]
+            row = {"family": family, "workers": n_workers, "method": m,
+                   "runs": int((gm["budget_point"] == last).sum())}
+            for col, kind in REGRET_KINDS.items():
+                for f, gf in gm.groupby("budget_point"):
+                    row[f"{kind} {_pct(f)}"] = _fmt(gf[col].mean())
+            row["trained"] = f"{gm[gm['budget_point'] == last]['trials_trained'].mean():.1f}"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _pairs(g: pd.DataFrame, a: str, b: str, column: str) -> pd.DataFrame:
+    wide = g[g["method"].isin([a, b])].pivot_table(index=["task", "seed"], columns="method", values=column)
+    return wide[[a, b]].dropna() if a in wide and b in wide else pd.DataFrame(columns=[a, b])
+
+
+def _test_cell(pairs: pd.DataFrame, a: str, b: str) -> str:
+    t = signed_rank_test(pairs[a], pairs[b])
+    if not t["pairs"]:
+        return "-"
+    return f"{t['mean_diff']:+.3f} ({t['wins']}/{t['ties']}/{t['losses']}, p {_p(t['p'])})"
+
+
+def headline_tests(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    Each of :data:`OURS` against the better of :data:`REFERENCES` (the lower mean regret over
+    the pairs compared, per cell and budget point).
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :return: Per (family, workers, method, regret kind): one column per budget point,
+        ``diff (W/T/L, p) vs reference``
+    """
+    rows = []
+    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+        for m in [m for m in OURS if m in set(g["method"])]:
+            for col, kind in REGRET_KINDS.items():
+                row = {"family": family, "workers": n_workers, "method": m, "regret": kind}
+                for f, gf in g.groupby("budget_point", sort=True):
+                    best = None
+                    for ref in REFERENCES:
+                        pairs = _pairs(gf, m, ref, col)
+                        if len(pairs) and (best is None or pairs[ref].mean() < best[1][best[0]].mean()):
+                            best = (ref, pairs)
+                    row[_pct(f)] = "-" if best is None else f"{_test_cell(best[1], m, best[0])} vs {best[0]}"
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def deviation_tests(long: pd.DataFrame, default: str, variant: str) -> pd.DataFrame:
+    """
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param default: Our default
+    :param variant: The same with the papers' setting of one deviation
+    :return: Per (family, workers, regret kind): one column per budget point, ``default mean /
+        variant mean, diff (W/T/L, p)`` (diff = default - variant; negative: the default better)
+    """
+    rows = []
+    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+        for col, kind in REGRET_KINDS.items():
+            row = {"family": family, "workers": n_workers, "regret": kind}
+            for f, gf in g.groupby("budget_point", sort=True):
+                pairs = _pairs(gf, default, variant, col)
+                row[_pct(f)] = (
+                    "-" if pairs.empty
+                    else f"{pairs[default].mean():.3f} / {pairs[variant].mean():.3f}, {_test_cell(pairs, default, variant)}"
+                )
+            if any(row[_pct(f)] != "-" for f in sorted(g["budget_point"].unique())):
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def worst_tasks(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    Per (family, workers, method of ours): the task where its mean regret at the full budget is
+    the largest multiple of the better reference's there (the lower of the references' means on
+    that task), for both regrets. A ratio to a reference mean of 0 is inf (0 / 0: 1).
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :return: Columns family, workers, method, then ``ratio (task)`` per regret kind
+    """
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
+    rows = []
+    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
+        refs = [r for r in REFERENCES if r in set(g["method"])]
+        if not refs:
+            continue
+        for m in method_order(g["method"].unique(), OURS, REFERENCES):
+            if m in REFERENCES or not m.startswith(OURS):
+                continue
+            row = {"family": family, "workers": n_workers, "method": m}
+            for col, kind in REGRET_KINDS.items():
+                worst = None
+                for task in sorted(g[g["method"] == m]["task"].unique()):
+                    ref_means = [means.loc[(family, n_workers, r, task), col]
+                                 for r in refs if (family, n_workers, r, task) in means.index]
+                    if not ref_means:
+                        continue
+                    mine, ref = means.loc[(family, n_workers, m, task), col], min(ref_means)
+                    ratio = mine / ref if ref > 0 else (np.inf if mine > 0 else 1.0)
+                    if worst is None or ratio > worst[0]:
+                        worst = (ratio, task)
+                row[kind] = "-" if worst is None else f"{worst[0]:.2f}x ({worst[1]})"
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def speed_table(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :return: Per (family, workers): mean scheduler seconds per run of each method
+    """
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    methods = method_order(last["method"].unique(), OURS, REFERENCES)
+    wide = last.pivot_table(index=["benchmark", "n_workers"], columns="method", values="scheduler_seconds")
+    wide = wide[[m for m in methods if m in wide.columns]].reset_index()
+    wide = wide.rename(columns={"benchmark": "family", "n_workers": "workers"})
+    for m in methods:
+        if m in wide:
+            wide[m] = wide[m].map(lambda v: _fmt(v, 2))
+    wide.columns.name = None
+    return wide
+
+
+def _as_families(runs: Sequence[RunRecord]) -> list[RunRecord]:
+    return [replace(r, summary={**r.summary, "benchmark": family_of(r.summary["benchmark"])}) for r in runs]
+
+
+def write_figures(runs: Sequence[RunRecord], figures: Path) -> list[Path]:
+    """Anytime and fully-trained regret curves per family and worker count; removes the other
+    PNG files of ``figures`` (figures of an earlier report)."""
+    from benchmarks.plots import plot_regret_curves
+
+    figures.mkdir(parents=True, exist_ok=True)
+    keyed = [replace(r, summary={**r.summary, "benchmark": r.summary["benchmark"].lower()}) for r in runs]
+    paths = plot_regret_curves(keyed, figures) + plot_regret_curves(keyed, figures, column="trained_incumbent")
+    for old in figures.glob("*.png"):
+        if old not in paths:
+            old.unlink()
+    return sorted(paths)
+
+
+def render(
+    results_dir: str, runs: Sequence[RunRecord], long: pd.DataFrame, figures: Sequence[Path], out: Path, command: str
+) -> str:
+    """The markdown of RESULTS.md (see :func:`main`)."""
+    runs_table, missing = completeness(long, runs)
+    tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
+    protocol = PROTOCOL.format(
+        tasks=" and ".join(f"{n} {family}" for family, n in tasks.items()),
+        seeds=", ".join(str(s) for s in sorted(long["seed"].unique())),
+        budgets=" or ".join(str(b) for b in sorted(long["budget"].unique())),
+        workers=" and ".join(str(w) for w in sorted(long["n_workers"].unique())),
+        tie=TIE_TOLERANCE,
+    )
+    n_runs = len(long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"]))
+    parts = [
+        "# Benchmark results",
+        f"Written by `{command}` from the {n_runs} finished runs under `{results_dir}`, made by the "
+        f"development grid (from the repository root; `make benchmark DEV=...` runs both commands):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
+        "Every number below comes from those runs; rerunning both commands reproduces the file.",
+        "## Protocol",
+        protocol,
+        "## Runs",
+        "Finished runs per cell / runs of the grid the folder spans: every task of the data "
+        "folders the family's runs came from, every seed and worker count seen, every method of "
+        "`benchmarks/runner.py`. Tables pair and average the runs there are.\n\n" + to_markdown(runs_table)
+        + ("\n\nIncomplete cells:\n\n" + "\n".join(f"- {line}" for line in missing) if missing
+           else "\n\nEvery cell is complete."),
+        "## Headline: regret against Syne Tune's ASHA and BOHB",
+        "Mean normalised regret over the family's tasks and seeds (lower is better); trained: "
+        "trials trained to `max_t` per run at the end.\n\n" + to_markdown(means_table(long)),
+        "Our defaults against the better of ASHA and BOHB in each cell (the one with the lower "
+        "mean regret over the pairs compared): diff = mean(ours - reference), negative = ours "
+        "better; W/T/L = pairs where ours is lower / tied / higher; p of the paired test.\n\n"
+        + to_markdown(headline_tests(long)),
+    ]
+    for default, variant, what in DEVIATIONS:
+        table = deviation_tests(long, default, variant)
+        parts += [
+            f"## {default} against {variant}",
+            f"`{variant}`: {default}'s defaults with {what}, the papers' setting. Cells: mean "
+            f"regret of {default} / of {variant} on the pairs both ran, then diff = mean({default} "
+            f"- {variant}) (negative: the default better), W/T/L for {default}, p of the paired "
+            "test.\n\n" + (to_markdown(table) if not table.empty else f"(no runs of both {default} and {variant})"),
+        ]
+    worst = worst_tasks(long)
+    parts += [
+        "## Worst task",
+        "Per method: the task with the largest ratio of its mean regret at 100 % of the budget to "
+        "the better reference's mean there (the lower of ASHA's and BOHB's on that task).\n\n"
+        + (to_markdown(worst) if not worst.empty else "(no references)"),
+        "## Speed",
+        "Mean wall seconds spent inside the scheduler's calls per run (`scheduler_seconds` of "
+        "`run.json`: simulated runs charge no compute, this is measured apart; it depends on "
+        "the machine and its load).\n\n" + to_markdown(speed_table(long)),
+    ]
+    if figures:
+        parts += ["## Figures", "Mean regret over the family's tasks and seeds against epochs, "
+                  "+- one standard error:\n\n" + "\n".join(
+                      f"- [`{p.name}`]({os.path.relpath(p, out.parent)})" for p in figures)]
+    return "\n\n".join(parts) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results_dir", help="results folder of the grid (benchmarks/run_benchmarks.py --results-dir)")
+    p.add_argument("--out", default="benchmarks/RESULTS.md", help="markdown file to write")
+    p.add_argument("--figures", default="benchmarks/figures", help="folder of the figures ('' for none)")
+    args = p.parse_args(argv)
+    if not Path(args.results_dir).is_dir():
+        p.error(f"results_dir {args.results_dir}: not a folder")
+    runs = _as_families(load_runs(args.results_dir))
+    if not runs:
+        p.error(f"results_dir {args.results_dir}: no finished runs (run.json) under it")
+    long = long_table(runs, FRACTIONS)
+    figures = write_figures(runs, Path(args.figures)) if args.figures else []
+    command = f"PYTHONPATH=. python -m benchmarks.results {args.results_dir} --out {args.out}"
+    command += f" --figures {args.figures}" if args.figures else " --figures ''"
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render(args.results_dir, runs, long, figures, out, command))
+    print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,230 @@
+"""Real processes: tune launch/train_mlp.py with DyHPO / DeepPowerLaw on Syne Tune's LocalBackend.
+
+Every trial is a real PyTorch job that the Tuner pauses (kills) and resumes (new process
+loading its checkpoint), with results polled from its stdout. Each test runs for a few tens
+of seconds (about 5 s per process start on 2 cores).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from syne_tune.report import retrieve
+from syne_tune.tuner_callback import TunerCallback
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "launch"))
+
+import tune_local  # noqa: E402
+
+from syne_dyhpo.checkpointing import CHECKPOINT_FILENAME  # noqa: E402
+from syne_dyhpo.core.observations import TrialStatus  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+MAX_T = 4
+
+
+@pytest.fixture
+def in_tmp(tmp_path, monkeypatch):
+    # Syne Tune's num_gpu.py writes std.out into the working directory
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path / "syne-tune"))
+    return tmp_path
+
+
+def tune(*extra: str, callbacks=None, method="dyhpo", budget=10):
+    argv = ["--method", method, "--n-workers", "2", "--max-epochs", str(MAX_T), "--budget-epochs", str(budget),
+            "--num-initial-random", "1", "--num-candidates", "32", "--sleep-time", "0.3",
+            "--max-wallclock-time", "150", "--seed", "1", *extra]
+    return tune_local.run(tune_local.build_parser().parse_args(argv), callbacks=callbacks)
+
+
+def results_per_trial(tr) -> dict[int, list[int]]:
+    """Epochs of each trial in the order the scheduler saw them."""
+    out: dict[int, list[int]] = {}
+    for e in tr.log.events:
+        if e.kind == "result":
+            out.setdefault(e.trial_id, []).append(e.epoch)
+    return out
+
+
+def printed_epochs(tr, trial_id: int) -> list[int]:
+    """Epochs the trial's processes printed to its std.out, in print order (all segments)."""
+    return [int(r["epoch"]) for r in retrieve(tr.backend.stdout(trial_id))]
+
+
+def resumes_with_previous_epoch(tr) -> list[tuple[int, int, int | None]]:
+    """(trial_id, last epoch seen before the resume, first epoch seen after it) per resume."""
+    out = []
+    for tid, events in tr.log.per_trial().items():
+        last = 0
+        for i, e in enumerate(events):
+            if e.kind == "result":
+                last = e.epoch
+            elif e.kind == "resume":
+                nxt = next((f.epoch for f in events[i + 1 :] if f.kind == "result"), None)
+                out.append((tid, last, nxt))
+    return out
+
+
+def assert_exact_curves(tr, trial_ids):
+    per_trial = results_per_trial(tr)
+    for tid in trial_ids:
+        seen = per_trial.get(tid, [])
+        assert seen == list(range(1, len(seen) + 1)), f"trial {tid} results out of order: {seen}"
+        printed = printed_epochs(tr, tid)
+        # the processes of this trial never repeated an epoch: every resume loaded the checkpoint
+        assert printed == list(range(1, len(printed) + 1)), f"trial {tid} printed {printed}"
+        assert len(seen) <= MAX_T and len(printed) <= MAX_T
+        assert seen == printed[: len(seen)]  # the scheduler saw exactly what was trained, no gap
+
+
+@pytest.mark.parametrize("method", ["dyhpo", "dpl"])
+def test_real_pause_and_resume_continue_from_checkpoint(in_tmp, method, capsys):
+    tr = tune(callbacks=None, method=method)
+    assert tr.best is not None and 0.0 < tr.best["val_accuracy"] <= 1.0
+    trial_ids = sorted(tr.backend._trial_dict)
+    assert len(trial_ids) >= 2
+    assert_exact_curves(tr, trial_ids)
+    resumes = resumes_with_previous_epoch(tr)
+    assert len(resumes) >= 1, "no trial was resumed"
+    for tid, paused_at, next_epoch in resumes:
+        assert paused_at >= 1
+        # the first result after a resume is the epoch after the pause (None: stopped at the end)
+        assert next_epoch in (paused_at + 1, None), (tid, paused_at, next_epoch)
+    assert any(n == p + 1 for _, p, n in resumes)
+    # every pause was decided at the end of a segment (the job stopped itself there)
+    for e in tr.log.events:
+        if e.kind == "result" and e.decision == D.PAUSE:
+            assert e.epoch < MAX_T
+    assert all(all(v) for v in tr.log.checkpoint_present.values())
+    assert tr.scheduler.observations.num_observations == sum(map(len, results_per_trial(tr).values()))
+    pauses = tr.log.num("result", D.PAUSE)
+    print(f"[{method}] trials={len(trial_ids)} pauses={pauses} resumes={len(resumes)} "
+          f"epochs={tr.scheduler.observations.num_observations} best={tr.best['val_accuracy']:.4f}",
+          file=sys.__stdout__)
+
+
+class CorruptCheckpointOnce(TunerCallback):
+    """Overwrites the checkpoint of the first trial the scheduler resumes, after ``suggest()``
+    chose it and before the Tuner starts its process (whichever trial that is: the test does
+    not depend on which trial wins a decision, nor on when)."""
+
+    def __init__(self):
+        self.corrupted: tuple[int, int] | None = None  # (trial_id, epoch it was paused at)
+        self.time: float | None = None
+
+    def on_tuning_start(self, tuner):
+        scheduler, backend = tuner.scheduler, tuner.trial_backend
+        suggest = scheduler.suggest
+
+        def suggest_and_corrupt(*args, **kwargs):
+            suggestion = suggest(*args, **kwargs)
+            if self.corrupted is None and suggestion is not None and not suggestion.spawn_new_trial_id:
+                tid = suggestion.checkpoint_trial_id
+                path = Path(backend.checkpoint_trial_path(tid)) / CHECKPOINT_FILENAME
+                assert path.exists()
+                path.write_bytes(b"this is not a torch checkpoint")
+                self.corrupted = (tid, scheduler.observations.trials[tid].last_epoch)
+                self.time = time.monotonic()
+            return suggestion
+
+        scheduler.suggest = suggest_and_corrupt
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["fail", "restart"])
+def test_corrupt_checkpoint_fails_or_restarts_trial_and_tuning_goes_on(in_tmp, restart, caplog):
+    caplog.set_level(logging.INFO)
+    corrupt = CorruptCheckpointOnce()
+    tr = tune(*(["--restart-on-lost-checkpoint"] if restart else []), callbacks=[corrupt], budget=10)
+    assert corrupt.corrupted is not None, "no trial was resumed"
+    tid, paused_at = corrupt.corrupted
+    stderr = "".join(tr.backend.stderr(tid))
+    assert "CheckpointError" in stderr or "not a torch checkpoint" in stderr or "restart" in stderr
+    events = tr.log.per_trial()[tid]
+    # the resume right after the corruption (the trial may have been resumed before)
+    i_resume = next(i for i, e in enumerate(events) if e.kind == "resume" and e.time > corrupt.time)
+    before = [e.epoch for e in events[:i_resume] if e.kind == "result"]
+    assert before == list(range(1, paused_at + 1))
+    after = [e.epoch for e in events[i_resume + 1 :] if e.kind == "result"]
+    others = [t for t in tr.backend._trial_dict if t != tid]
+    assert_exact_curves(tr, others)  # the other trials are untouched
+    if not restart:
+        # the resumed process exits 1 -> Syne Tune marks it Failed -> scheduler.on_trial_error
+        assert tr.scheduler.trial_status(tid) is TrialStatus.FAILED
+        assert after == []
+        assert tr.scheduler.observations.trials[tid].last_epoch == paused_at  # data kept
+        assert tr.tuner.tuning_status.num_trials_failed == 1
+        assert "Refusing to silently restart" in stderr
+        assert f"trial_id {tid} failed after {paused_at} epochs" in caplog.text
+        # no resume of the failed trial after its failure
+        assert sum(e.kind == "resume" for e in events[i_resume:]) == 1
+    else:
+        # the script restarted from epoch 1 and ran to its segment end; scheduler archived the
+        # old curve and kept the trial
+        assert "training from scratch" in stderr
+        assert after[: paused_at + 1] == list(range(1, paused_at + 2)), after
+        assert tr.scheduler.trial_status(tid) is not TrialStatus.FAILED
+        archived = [r for k, r in tr.scheduler.observations.trials.items() if k < 0]
+        assert len(archived) == 1 and archived[0].last_epoch == paused_at
+        assert f"trial_id {tid} lost its checkpoint after epoch {paused_at}" in caplog.text
+        assert tr.tuner.tuning_status.num_trials_failed == 0
+    # tuning went on after the incident: some other trial reported later
+    t_incident = events[i_resume].time
+    assert any(e.kind == "result" and e.trial_id != tid and e.time > t_incident for e in tr.log.events)
+    print(f"[corrupt restart={restart}] trial {tid} paused at {paused_at}, after resume: {after}, "
+          f"trials={len(tr.backend._trial_dict)} epochs={tr.scheduler.observations.num_observations}",
+          file=sys.__stdout__)
+
+
+class WatchRetired(TunerCallback):
+    """At every loop start: when a retired trial was first seen and when its checkpoint folder
+    was first seen gone (during the run, i.e. before the final cleanup)."""
+
+    def __init__(self):
+        self.tuner = None
+        self.retired_at: dict[int, float] = {}
+        self.gone_during_run: set[int] = set()
+
+    def on_tuning_start(self, tuner):
+        self.tuner = tuner
+
+    def on_loop_start(self):
+        import time
+
+        scheduler, backend = self.tuner.scheduler, self.tuner.trial_backend
+        for tid, record in scheduler.observations.trials.items():
+            if record.status is TrialStatus.RETIRED:
+                self.retired_at.setdefault(tid, time.monotonic())
+                if not Path(backend.checkpoint_trial_path(tid)).exists():
+                    self.gone_during_run.add(tid)
+
+
+def test_housekeeping_deletes_retired_checkpoints_never_resumable_ones(in_tmp, caplog):
+    caplog.set_level(logging.INFO)
+    watch = WatchRetired()
+    tr = tune("--max-paused-checkpoints", "1", callbacks=[watch], budget=10)
+    assert tr.backend.delete_checkpoints
+    retired = sorted(watch.retired_at)
+    assert retired, "no trial was retired"
+    # retired checkpoints were deleted during the run (the Syne Tune callback), not only at the end
+    assert watch.gone_during_run, (retired, watch.gone_during_run)
+    for tid in retired:
+        assert not Path(tr.backend.checkpoint_trial_path(tid)).exists()
+        assert f"Deleted checkpoint of retired trial_id {tid}" in caplog.text
+        # a retired trial is never resumed afterwards
+        assert not any(e.kind == "resume" and e.trial_id == tid and e.time > watch.retired_at[tid]
+                       for e in tr.log.events)
+    # every resume found its checkpoint, and every resumed trial continued after its pause
+    assert all(all(v) for v in tr.log.checkpoint_present.values())
+    assert_exact_curves(tr, sorted(tr.backend._trial_dict))
+    resumes = resumes_with_previous_epoch(tr)
+    assert all(n in (p + 1, None) for _, p, n in resumes)
+    print(f"[housekeeping] trials={len(tr.backend._trial_dict)} retired={retired} "
+          f"deleted during run={sorted(watch.gone_during_run)} resumes={len(resumes)}", file=sys.__stdout__)

@@ -1,0 +1,68 @@
+"""benchmarks/latency.py's command line: scheduler arguments and method names."""
+
+import re
+
+import numpy as np
+
+import pytest
+
+from benchmarks import latency
+
+
+def test_scheduler_args_reach_our_schedulers_and_not_bohb():
+    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "num_kept_candidates=224",
+                               "--scheduler-arg", "num_candidates=300"])
+    assert args.options == {"num_kept_candidates": 224, "num_candidates": 300}
+    dyhpo = latency.make_scheduler("DyHPO", 10, 0, **args.options)
+    assert dyhpo.metadata()["candidates"]["num_kept"] == 224 and dyhpo.metadata()["candidates"]["num_candidates"] == 300
+    # BOHB takes no such arguments (it would raise): make_scheduler leaves them out
+    bohb = latency.make_scheduler("BOHB", 10, 0, **args.options)
+    assert type(bohb).__name__ == "BOHB"
+
+
+def test_scheduler_arg_fields_change_that_field_of_the_methods_default_only():
+    from dataclasses import replace
+
+    from syne_dyhpo.methods import dyhpo
+
+    args = latency.parse_args(["--methods", "DyHPO", "--scheduler-arg", "surrogate_config.max_condition_points=1024",
+                               "--scheduler-arg", "fit_schedule.refine_every=15"])
+    policy = latency.make_scheduler("DyHPO", 10, 0, **args.options).policy
+    assert policy.surrogate.config == replace(dyhpo.DEFAULT_GP_CONFIG, max_condition_points=1024)
+    assert policy.schedule == replace(dyhpo.DEFAULT_FIT_SCHEDULE, refine_every=15)
+    # a field the method's settings do not have is refused by name
+    with pytest.raises(TypeError, match="max_condition_points"):
+        latency.make_scheduler("DeepPowerLaw", 10, 0, **args.options)
+
+
+def test_scheduler_arg_values_are_literals_or_words():
+    assert latency.scheduler_arg("complete_incumbent=False") == ("complete_incumbent", False)
+    assert latency.scheduler_arg("commit_completion_after=None") == ("commit_completion_after", None)
+    assert latency.scheduler_arg("time_attr=epoch") == ("time_attr", "epoch")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--methods", "Foo"], "unknown \\['Foo'\\]"),
+    (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
+    (["--scheduler-arg", "num_candidates.x=1"], "ARGUMENT one of \\('surrogate_config', 'fit_schedule'\\), got 'num_candidates.x=1'"),
+    (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
+])
+def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
+    with pytest.raises(SystemExit):
+        latency.parse_args(argv)
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_runner_variants_are_accepted_with_the_simulator():
+    args = latency.parse_args(["--simulator", "src", "task", "--methods", "DyHPO-no-completion"])
+    assert args.methods == ["DyHPO-no-completion"]
+
+
+def test_latency_report_has_max_and_p99():
+    costs = np.full(200, 0.001)
+    costs[150] = 0.5  # one slow decision
+    (stats,) = latency.bin_stats(costs, [(1, 200)])
+    assert stats[0] == pytest.approx(1e3 * costs.mean())
+    assert stats[2] == pytest.approx(1e3 * np.percentile(costs, 99)) and stats[3] == pytest.approx(500.0)
+    table = latency.format_table(["DyHPO"], {"DyHPO": [stats]}, [(1, 200)])
+    assert "mean / p95 / p99 / max ms" in table and "/ 500.0 |" in table

@@ -1,0 +1,107 @@
+"""benchmarks/results.py: the tables of RESULTS.md on a hand-built long table, and the file
+written from real (tiny) runs."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import tiny_blackbox
+from benchmarks import results
+from benchmarks.runner import RunSpec, run_one
+
+
+def _rows(bench, n_workers, method, values, trained=None, tasks=("t1", "t2"), seeds=(0, 1, 2)):
+    """``values``: anytime regret per (task, seed) pair, the same at every budget point."""
+    rows = []
+    pairs = [(t, s) for t in tasks for s in seeds]
+    values = np.broadcast_to(np.asarray(values, dtype=float), (len(pairs),))
+    trained = values if trained is None else np.broadcast_to(np.asarray(trained, dtype=float), (len(pairs),))
+    for f in (0.25, 0.5, 1.0):
+        for i, (task, seed) in enumerate(pairs):
+            rows.append(dict(benchmark=bench, n_workers=n_workers, task=task, seed=seed, budget=100,
+                             method=method, budget_point=f, regret=values[i], trained_regret=trained[i],
+                             trials_trained=2, scheduler_seconds=1.5))
+    return rows
+
+
+@pytest.fixture
+def long():
+    rows = []
+    rows += _rows("LCBench", 1, "ASHA", 0.3)
+    rows += _rows("LCBench", 1, "BOHB", 0.2, trained=0.5)
+    # DyHPO: 0.1 better than BOHB on every pair (anytime); fully trained 0.4 against ASHA's 0.3
+    rows += _rows("LCBench", 1, "DyHPO", 0.1 + 0.001 * np.arange(6), trained=0.4)
+    # the variant: worse than DyHPO on t1 by 0.2, equal on t2
+    rows += _rows("LCBench", 1, "DyHPO-no-completion", [0.3, 0.3, 0.3, 0.103, 0.104, 0.105], trained=0.4)
+    return pd.DataFrame(rows)
+
+
+def test_headline_tests_compare_with_the_better_reference(long):
+    table = results.headline_tests(long)
+    assert list(table["method"]) == ["DyHPO", "DyHPO"]  # the variant is not in the headline
+    anytime = table[table["regret"] == "anytime"].iloc[0]
+    # 6 pairs all lower than BOHB's 0.2: exact two-sided p = 2 / 2**6 = 0.031
+    assert anytime["100 %"] == "-0.097 (6/0/0, p 0.031) vs BOHB"
+    trained = table[table["regret"] == "fully-trained"].iloc[0]
+    assert trained["25 %"] == "+0.100 (0/0/6, p 0.031) vs ASHA"  # ASHA 0.3 beats BOHB's 0.5
+
+
+def test_deviation_tests_pair_the_default_with_its_variant(long):
+    table = results.deviation_tests(long, "DyHPO", "DyHPO-no-completion")
+    assert list(zip(table["family"], table["workers"], table["regret"])) == [
+        ("LCBench", 1, "anytime"), ("LCBench", 1, "fully-trained")]
+    # t1: 0.100-0.102 against 0.3 (3 wins), t2: 0.103-0.105 against the same (3 ties); means 0.1025, 0.2025
+    assert table.iloc[0]["50 %"] == "0.102 / 0.202, -0.099 (3/3/0, p 0.25)"
+    assert table.iloc[1]["100 %"] == "0.400 / 0.400, +0.000 (0/6/0, p 1)"
+    assert results.deviation_tests(long, "DeepPowerLaw", "DeepPowerLaw-no-completion").empty
+
+
+def test_worst_task_is_the_largest_ratio_to_the_better_reference():
+    rows = _rows("TaskSet", 4, "ASHA", [0.2, 0.2, 0.2, 0.0, 0.0, 0.0])
+    rows += _rows("TaskSet", 4, "DyHPO", [0.1, 0.1, 0.1, 0.0, 0.0, 0.0])
+    rows += _rows("TaskSet", 4, "DeepPowerLaw", [0.1, 0.1, 0.1, 0.05, 0.05, 0.05], trained=0.1)
+    table = results.worst_tasks(pd.DataFrame(rows)).set_index("method")
+    # DyHPO: 0.5x on t1, 0 / 0 = 1 on t2; DeepPowerLaw: anything above a reference's 0 is inf
+    assert table.loc["DyHPO", "anytime"] == "1.00x (t2)"
+    assert table.loc["DeepPowerLaw", "anytime"] == "infx (t2)"
+    assert table.loc["DeepPowerLaw", "fully-trained"] == "infx (t2)"
+
+
+def test_speed_and_means_tables(long):
+    speed = results.speed_table(long)
+    assert list(speed.columns) == ["family", "workers", "DyHPO", "DyHPO-no-completion", "ASHA", "BOHB"]
+    assert speed.iloc[0]["DyHPO"] == "1.50"
+    means = results.means_table(long).set_index("method")
+    assert means.loc["BOHB", "anytime 100 %"] == "0.200" and means.loc["BOHB", "fully-trained 25 %"] == "0.500"
+    assert means.loc["DyHPO", "runs"] == 6 and means.loc["DyHPO", "trained"] == "2.0"
+
+
+@pytest.mark.slow  # starts a Tuner
+def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
+    from syne_tune.blackbox_repository.blackbox_tabular import serialize
+
+    data = tmp_path / "data" / "tinybench"
+    data.parent.mkdir()
+    serialize({"taskA": tiny_blackbox(12, 5), "taskB": tiny_blackbox(12, 5, seed=1)}, str(data),
+              metadata={"default_metric": "error", "time_attr": "epoch", "metric_elapsed_time": "time"})
+    runs = tmp_path / "runs"
+    for method in ("RandomSearch", "ASHA", "BOHB"):
+        run_one(RunSpec(method, str(data), "taskA", 0, 20), runs)
+    out, figures = tmp_path / "doc" / "RESULTS.md", tmp_path / "doc" / "figures"
+    figures.mkdir(parents=True)
+    (figures / "regret_old.png").write_bytes(b"x")  # a figure of an earlier report
+    argv = [str(runs), "--out", str(out), "--figures", str(figures)]
+    assert results.main(argv) == 0
+    text = out.read_text()
+    assert text.startswith("# Benchmark results\n\nWritten by `PYTHONPATH=. python -m benchmarks.results")
+    assert "benchmarks/run_benchmarks.py --data $DEV/lcbench" in text  # the grid's command
+    # taskB (in the data folder) and our methods have no runs: the cells say so
+    assert "| tinybench | 1 | 0/2 | 0/2 | 0/2 | 0/2 | 1/2 | 1/2 | 1/2 |" in text
+    assert "- tinybench, 1 worker, DyHPO: no runs" in text
+    assert "- tinybench, 1 worker, ASHA: 1 runs missing; no run on taskB" in text
+    assert "(no runs of both DyHPO and DyHPO-no-completion)" in text
+    assert sorted(p.name for p in figures.iterdir()) == ["regret_tinybench.png", "trained_regret_tinybench.png"]
+    assert "[`regret_tinybench.png`](figures/regret_tinybench.png)" in text
+    assert results.main(argv) == 0 and out.read_text() == text  # the same runs, the same file
+    with pytest.raises(SystemExit):
+        results.main([str(tmp_path / "data")])  # no runs there
