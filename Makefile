@@ -12,7 +12,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev,benchmarks,examples,ray,sagemaker]"
+	$(BIN)/pip install -q -e ".[dev,benchmarks,examples,ray,sagemaker,report]"
 	touch $@
 
 # Main job: short comparison of DyHPO, DeepPowerLaw, RandomSearch, ASHA, BOHB on the shipped data

@@ -87,7 +87,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures.mkdir(parents=True, exist_ok=True)
     paths = plot_regret_curves(runs, figures) + plot_regret_curves(runs, figures, column="trained_incumbent")
     print("\nPlots (regret against epochs, per benchmark):\n" + "\n".join(f"  {path}" for path in sorted(paths)))
+    write_timeline(args.results_dir)
     return 1 if errors else 0
+
+
+def write_timeline(results_dir: Path) -> None:
+    """The report (``syne-dyhpo report``) of the demo's first DyHPO run: its timeline."""
+    from syne_dyhpo.report import make_report
+
+    logs = sorted(results_dir.glob("*/*/DyHPO/*/decision_log.csv"))
+    if logs:
+        report = make_report(logs[0].parent)
+        print(f"\nWhat DyHPO did in {logs[0].parent}:\n" + "\n".join(f"  {line}" for line in report.paths_lines()))
 
 
 def _spec_of(run):

@@ -32,6 +32,13 @@ to BOHB); ``surrogate_config.FIELD=VALUE`` or ``fit_schedule.FIELD=VALUE`` chang
 the method's default settings; with ``--simulator``, ``--methods`` also takes the runner's variant names
 (``benchmarks/runner.py``, e.g. ``DyHPO-keep224``).
 
+``--log-overhead`` measures what the decision log costs (DyHPO and DeepPowerLaw): each method is
+run with its log written to a CSV file, timing the log's own code inside the scheduler calls,
+and again with ``log_decisions=False``; it prints the log's share of the decision time and the
+ratio of the two runs' mean ms per decision::
+
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --max-obs 2000 --log-overhead
+
 A method that exceeds ``--time-limit`` seconds of scheduler compute stops there; its later bins
 are reported as not reached. Torch runs on one thread (``--threads``), as on one core.
 """
@@ -407,6 +414,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one core)")
     p.add_argument("--time-limit", type=float, default=900.0, help="seconds of scheduler compute per method")
     p.add_argument("--split", action="store_true", help="also report where the time goes")
+    p.add_argument("--log-overhead", action="store_true",
+                   help="the decision log's cost: its share of the decision time, and a run without it")
     p.add_argument("--simulator", nargs=2, metavar=("SOURCE", "TASK"), default=None,
                    help="only the split, on one simulated run of this benchmark task")
     args = p.parse_args(argv)
@@ -462,6 +471,10 @@ def main(argv=None) -> int:
                   f"wall, {summary['scheduler_cpu_seconds']:.1f} s CPU; split of {split.table()}; "
                   f"of {split.table(wall=True)}", flush=True)
         return 0
+    if args.log_overhead:
+        for method in [m for m in args.methods if m != "BOHB"]:
+            print(log_overhead_line(method, args), flush=True)
+        return 0
     bins = parse_bins(args.bins, args.max_obs, args.bin)
     max_obs = max(hi for _, hi in bins)
     stats, cpu_stats, splits = {}, {}, {}
@@ -497,6 +510,74 @@ def main(argv=None) -> int:
         for method in args.methods:
             print(f"split {method}: {splits[method].table()}; {splits[method].table(wall=True)}")
     return 0
+
+
+#: the decision log's code inside the scheduler calls (outermost calls timed, nested ones not)
+LOG_TARGETS = [
+    ("syne_dyhpo.core.scheduler", "FreezeThawScheduler._log_decision"),
+    ("syne_dyhpo.core.scheduler", "FreezeThawScheduler._log_result"),
+    ("syne_dyhpo.core.decision_log", "probe"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.now"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.carried_out"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.started"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.dropped"),
+]
+
+
+def log_overhead_line(method: str, args) -> str:
+    """Runs ``method`` with its decision log written to a CSV file, timing the log's code (CPU
+    time), then without the log; the line says the log's share and the ratio of the runs."""
+    import importlib
+    import tempfile
+
+    spent = [0.0]
+    depth = [0]
+    originals = []
+
+    def timed(fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **k):
+            depth[0] += 1
+            c0 = time.process_time()
+            try:
+                return fn(*a, **k)
+            finally:
+                depth[0] -= 1
+                if depth[0] == 0:
+                    spent[0] += time.process_time() - c0
+        return wrapper
+
+    for module_name, attribute in LOG_TARGETS:
+        owner = importlib.import_module(module_name)
+        *path, name = attribute.split(".")
+        for part in path:
+            owner = getattr(owner, part)
+        originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, timed(getattr(owner, name)))
+    original_make = make_scheduler.__globals__["make_scheduler"]
+    with tempfile.TemporaryDirectory() as folder:
+
+        def with_csv(*a, **k):
+            scheduler = original_make(*a, **k)
+            scheduler.attach_decision_log(folder)
+            return scheduler
+
+        globals()["make_scheduler"] = with_csv
+        cpu_on: list[float] = []
+        try:
+            drive(method, args.max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
+                  time_limit=args.time_limit, cpu=cpu_on, options=args.options)
+        finally:
+            globals()["make_scheduler"] = original_make
+            for owner, name, fn in originals:
+                setattr(owner, name, fn)
+    cpu_off: list[float] = []
+    drive(method, len(cpu_on), n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
+          time_limit=args.time_limit, cpu=cpu_off, options={**args.options, "log_decisions": False})
+    on, off = sum(cpu_on), sum(cpu_off)
+    return (f"{method}: decision log {1000 * spent[0] / len(cpu_on):.3f} ms of {1000 * on / len(cpu_on):.2f} ms CPU "
+            f"per decision ({100 * spent[0] / on:.2f} %), {len(cpu_on)} observations; without the log "
+            f"{1000 * off / len(cpu_off):.2f} ms (with / without: {on / off:.3f})")
 
 
 def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np.ndarray:

@@ -398,6 +398,9 @@ def run_one(
         tuner.run()
     wall = time.perf_counter() - t0
     n_simulated = int(tuner.tuning_status.overall_metric_statistics.count)
+    for name in ("decision_log.csv", "syne_dyhpo_run.json"):  # a freeze-thaw scheduler's decision log
+        if (tuner.tuner_path / name).exists():
+            shutil.copy(tuner.tuner_path / name, out / name)
     shutil.rmtree(st_root, ignore_errors=True)  # Syne Tune's own output folders
 
     df = callback.dataframe()

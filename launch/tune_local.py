@@ -291,6 +291,15 @@ def best_config_lines(best: dict[str, Any] | None) -> list[str]:
     return lines + [f"  {k}: {v}" for k, v in best["config"].items()]
 
 
+def report_lines(tuner) -> list[str]:
+    """The run's report (``syne-dyhpo report``): the model to take home, the summary and where
+    the report's files (timeline, learning curves) are."""
+    from syne_dyhpo.report import make_report
+
+    report = make_report(tuner.tuner_path)
+    return ["", *report.lines, "", *report.paths_lines(), f"(again: syne-dyhpo report {tuner.tuner_path})"]
+
+
 def log_to_console(*names: str) -> None:
     """Shows the INFO lines of these loggers (retired trials, deleted checkpoints, failed or
     restarted trials) on stderr; importing syne_tune configured the root logger at WARNING,
@@ -309,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     log_to_console("syne_dyhpo", "tune_local")
     args = build_parser().parse_args(argv)
     tr = run(args)
-    print("\n".join(summary_lines(tr)), flush=True)
+    print("\n".join(summary_lines(tr) + report_lines(tr.tuner)), flush=True)
     return 0 if tr.best is not None else 1
 
 

@@ -42,6 +42,7 @@ from tune_local import (  # noqa: E402
     best_result,
     build_scheduler,
     log_to_console,
+    report_lines,
 )
 
 import syne_dyhpo  # noqa: E402
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     log_to_console("syne_dyhpo", "tune_sagemaker")
     args = build_parser().parse_args(argv)
     tr = run(args)
-    print("\n".join(summary_lines(tr)), flush=True)
+    print("\n".join(summary_lines(tr) + report_lines(tr.tuner)), flush=True)
     return 0 if tr.best is not None else 1
 
 

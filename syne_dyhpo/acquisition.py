@@ -88,5 +88,8 @@ class LogExpectedImprovement:
         :param candidates: what the decision chooses from
         :return: log EI per candidate, shape (m,); higher is better
         """
-        mean, std = self.model.predict(candidates, self.budgets(candidates))
+        budgets = self.budgets(candidates)
+        mean, std = self.model.predict(candidates, budgets)
+        # kept on the model for the decision log: the prediction behind the winner's value
+        self.model.prediction = (budgets, mean, std)
         return log_expected_improvement(mean, std, self.model.transform(self.best_f(candidates)))

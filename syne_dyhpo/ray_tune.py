@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from datetime import datetime
 from typing import Any, Callable
 
@@ -147,6 +148,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         self._searcher = FreezeThawRaySearcher(self)
         self.num_pauses = 0
         self.num_resumes = 0
+        self._log_attached = False
+        self._started_at: float | None = None  # time.time() of the first decision
         #: (trial id, epoch it was paused after, first epoch reported after the resume)
         self.resume_log: list[tuple[int, int, int]] = []
 
@@ -188,7 +191,20 @@ class FreezeThawRayScheduler(RayTrialScheduler):
 
     # ----- Ray TrialScheduler callbacks --------------------------------------------------------
 
+    def _attach_decision_log(self, trial: RayTrial) -> None:
+        """The core's decision log goes into Ray's experiment folder (the trial's storage says
+        where; with remote storage, the driver's staging folder, which Ray copies there)."""
+        self._log_attached = True
+        storage = getattr(trial, "storage", None)
+        if storage is None:
+            return
+        local = getattr(storage.storage_filesystem, "type_name", "local") == "local"
+        folder = storage.experiment_fs_path if local else storage.experiment_driver_staging_path
+        self.core.attach_decision_log(folder, start_timestamp=self._started_at)
+
     def on_trial_add(self, tune_controller: Any, trial: RayTrial) -> None:
+        if not self._log_attached:
+            self._attach_decision_log(trial)
         if trial.trial_id in self._int_id:
             return
         config = self._handed_out.pop(trial.trial_id, None)
@@ -272,6 +288,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         :meth:`choose_trial_to_run`). Called by Ray through the searcher and the scheduler."""
         if self._budget_spent():
             return
+        if self._started_at is None:
+            self._started_at = time.time()
         while self._free_slots() > 0:
             may_start_new = self._may_start_new()
             self.core.allow_new_trials(may_start_new)

@@ -101,6 +101,9 @@ class DecisionMaker:
         #: acquisition values of the new configurations at the last decision (None if that
         #: decision did not consult the acquisition)
         self.new_config_values: np.ndarray | None = None
+        #: (fitted model, candidates, acquisition values) of the last decision that consulted
+        #: the acquisition, for the decision log (the scheduler reads and clears it)
+        self.last_scored: tuple | None = None
         self.num_decisions = 0
         self.num_fallbacks = 0
         self.num_sh_promotions = 0
@@ -125,6 +128,7 @@ class DecisionMaker:
         :return: the decision, or None if there is nothing to choose from
         """
         self.new_config_values = None
+        self.last_scored = None
         if not records and not new_configs:
             return None
         self.num_decisions += 1
@@ -180,6 +184,7 @@ class DecisionMaker:
             values = np.asarray(self.policy.score(model, candidates, self.observations, pending=pending), dtype=float)
             if values.shape != (num,) or np.any(np.isnan(values)):
                 raise FloatingPointError("acquisition returned NaN values")
+            self.last_scored = (model, candidates, values)
             return values
         except Exception as err:  # noqa: BLE001
             return self._fallback(err, num)

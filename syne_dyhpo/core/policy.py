@@ -346,10 +346,14 @@ class SurrogatePolicy:
             conditioned on their pending results when ``condition_on_pending`` is set, else
             they are ignored
         """
+        scored = model
         if pending is not None and self.condition_on_pending:
-            model = FittedModel(model.surrogate, model.transform, pending=pending)
+            scored = FittedModel(model.surrogate, model.transform, pending=pending)
         with torch_threads(self.num_threads):
-            return self.acquisition(model, observations)(candidates)
+            values = self.acquisition(scored, observations)(candidates)
+        # the acquisition's prediction (the decision log reads it from the fitted model)
+        model.prediction = getattr(scored, "prediction", None)
+        return values
 
     def _misfit(self) -> bool:
         """Whether the rows conditioned on since the last training were predicted worse than

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import math
 import sys
+import time
 from dataclasses import asdict
 from typing import Any, Sequence
 
@@ -37,6 +38,7 @@ from syne_tune.optimizer.schedulers.remove_checkpoints import (
 from syne_tune.tuner_callback import TunerCallback
 
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
+from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
@@ -112,6 +114,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         to ``max_t``. Its settings are read, never changed: one object may be passed to
         several schedulers. Defaults to ``IncumbentCompletion()``; None is the papers (no
         completion)
+    :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
+        experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
+        True
     """
 
     def __init__(
@@ -131,6 +136,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         completion: IncumbentCompletion | None = IncumbentCompletion(),
+        log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
         random_seed = checked_integer(
@@ -192,6 +198,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
         self._restore_pending = False  # True once unpickled, until restore() is done
+        self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
+        self._last_row, self._last_decision = None, None  # the log's row of the last decision
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 
@@ -200,13 +208,18 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         else a fresh decision among paused trials and new configurations."""
         if self._restore_pending:  # first call after Tuner.load: bring the backend back in step
             self._restore_from_calling_tuner()
+        if not self._log.bound:  # the decision log's folder and clock: the calling Tuner's
+            self._bind_log(decision_log.find_tuner(sys._getframe(1)))
         self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
             decision = self._pending.pop(0)
             if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
+                self._log.carried_out(decision)
                 return self._resume(self._obs.trials[decision.trial_id])
             if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
+                self._log.carried_out(decision)
                 return self._start(decision.config)
+            self._log.dropped(decision)
         decision = self._decide(reporting=None)
         if decision is None:
             logger.info("No paused trial and no new configuration left: nothing to suggest")
@@ -222,10 +235,26 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
+        self._log.started(trial.trial_id, trial.config, ignore=self.max_resource_attr)
         job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
         record.job_end = self.max_t if job_end is None else int(job_end)
 
     def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
+        if not self._log.enabled:
+            return self._on_trial_result(trial, result)
+        started = time.perf_counter()
+        record = self._obs.trials.get(trial.trial_id)
+        was_running = record is None or record.status is TrialStatus.RUNNING
+        num_rows = len(self._log.rows)
+        self._log.now(result)  # the clock of the result (simulator), for the rows it leads to
+        answer = self._on_trial_result(trial, result)
+        try:
+            decision_log.row_of_result(self, trial.trial_id, result, answer, was_running, num_rows, started)
+        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
+            logger.warning(f"Decision log: the row of a result failed ({type(err).__name__}: {err})")
+        return answer
+
+    def _on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
         record = self._obs.trials.get(trial.trial_id)
         if record is None:  # started by someone else (e.g. a restored tuner): adopt it
             self.on_trial_add(trial)
@@ -263,6 +292,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
             self._lifecycle.on_error(record)
+            self._log.add(self._log.now(), trial.trial_id, record.last_epoch, reason="failed")
 
     def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
         """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
@@ -355,6 +385,26 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         return int(epoch_float), value
 
     def _decide(self, reporting: TrialRecord | None) -> Decision | None:
+        """:meth:`_decide_unlogged`, and the decision's row in the decision log."""
+        if not self._log.enabled:
+            decision = self._decide_unlogged(reporting)
+            self._decider.last_scored = None
+            return decision
+        started = time.perf_counter()
+        before = decision_log.probe(self._decider, self.policy)
+        self._last_row, self._last_decision = None, None
+        decision = self._decide_unlogged(reporting)
+        try:
+            self._last_row, self._last_decision = decision_log.row_of_decision(
+                self, reporting, decision, before, started
+            )
+        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
+            logger.warning(f"Decision log: the row of a decision failed ({type(err).__name__}: {err})")
+        finally:
+            self._decider.last_scored = None  # the model and candidates are not kept
+        return decision
+
+    def _decide_unlogged(self, reporting: TrialRecord | None) -> Decision | None:
         """Asks the decision maker; retires the trials it ranked hopeless."""
         records = self._obs.with_status(TrialStatus.PAUSED)
         if reporting is not None:
@@ -456,6 +506,37 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record.config = {**record.config, self.max_resource_attr: record.job_end}
         return TrialSuggestion.resume_suggestion(record.trial_id, config=dict(record.config))
 
+    # ----- the decision log -------------------------------------------------------------------
+
+    def decision_log(self):
+        """The decision log: one row per decision (columns and reasons:
+        :mod:`syne_dyhpo.core.decision_log`), rows of earlier sessions (before ``Tuner.load``)
+        included.
+
+        :return: a pandas DataFrame
+        """
+        return self._log.dataframe()
+
+    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None) -> None:
+        """Writes the decision log into ``folder`` from now on (appending to its
+        :data:`~syne_dyhpo.core.decision_log.LOG_FILENAME`), timed from ``start_timestamp``
+        (``time.time()`` when the run started). Done automatically inside a Syne Tune ``Tuner``
+        (its experiment folder); front ends that drive the scheduler themselves call it.
+
+        :param backend: the backend running the trials (where their checkpoints are)
+        """
+        self._log.bind(folder, start_timestamp, run_info=decision_log.run_info(self, backend))
+
+    def _bind_log(self, tuner) -> None:
+        if tuner is None:
+            self._log.bind(None)
+            return
+        from syne_tune.constants import ST_TUNER_START_TIMESTAMP
+
+        self.attach_decision_log(
+            str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend
+        )
+
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -485,7 +566,15 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :return: trial ids per action taken (see ``restore_tuner``)
         """
         self._restore_pending = False
-        return restore_tuner(self, self._lifecycle, tuner)
+        self._log.new_session()
+        self._bind_log(tuner)
+        done = restore_tuner(self, self._lifecycle, tuner)
+        now = self._log.now()
+        for trial_id in done.get("resumable", []):
+            self._log.add(now, trial_id, self._obs.trials[trial_id].last_epoch, reason="restored")
+        for trial_id in done.get("unsaved", []):
+            self._log.add(now, trial_id, reason="archived")
+        return done
 
     def archive_unsaved_trial(self, config: dict[str, Any], results: Sequence[dict[str, Any]]) -> TrialRecord:
         """Keeps the results of a trial that its saved tuner never knew (started after the save,

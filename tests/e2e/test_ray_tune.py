@@ -145,6 +145,16 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     overlaps = sum(1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1)
     assert overlaps >= 1, "no two trials ever trained at the same time"
 
+    # ---- the core's decision log is in Ray's experiment folder, every decision of the run
+    import pandas as pd
+
+    on_disk = pd.read_csv(tmp_path / "ray_results" / method / "decision_log.csv").sort_values("decision")
+    log = sched.core.decision_log()
+    assert on_disk["decision"].tolist() == log["decision"].tolist() and len(log) >= TOTAL_EPOCHS
+    assert on_disk["reason"].tolist() == log["reason"].tolist()
+    started = log.loc[log["next"] == "start", "next_trial_id"]
+    assert sorted(started.astype(int)) == list(range(len(results)))  # each start got its trial
+
     # ---- the run ends with a best config
     best = results.get_best_result(metric="loss", mode="min", scope="all")
     assert set(best.config) >= {"x", "opt"}

@@ -1,0 +1,491 @@
+"""The decision log: one row per decision of a freeze-thaw scheduler, and why it was made.
+
+A row says when (the Tuner's clock), on which reporting trial and epoch, what the scheduler
+answered for it (CONTINUE / PAUSE / STOP), what the next free worker gets (``next``: the
+reporting trial goes on, a paused trial is resumed, a new configuration is started, or
+nothing), why (:data:`REASONS`), the acquisition values of the winner and of the runner-up,
+the model's prediction for the winner where the method has one, the kind of fit the decision
+made, and the decision's milliseconds. Rows are kept in plain Python lists (the core install
+needs no table library for them); :meth:`DecisionLog.dataframe` converts them on request.
+
+The log is part of the scheduler, so it is pickled with it (Syne Tune's ``Tuner.save`` /
+``Tuner.load``). Once the scheduler knows the Tuner it runs in (:func:`find_tuner`), every
+finished row is also appended to :data:`LOG_FILENAME` in the Tuner's experiment folder, so the
+log is on disk while the run goes and after a crash. A row whose ``next`` is a new
+configuration is finished (and written) once that configuration got its trial id.
+
+The prediction logged for the winner is the one its acquisition value was computed from, at
+the epoch the method's acquisition asks the model about: the next epoch for DyHPO, ``max_t``
+for DeepPowerLaw. Asking DeepPowerLaw's ensemble once more at the next epoch would cost an
+extra forward pass, about 2.5 % of a decision (``benchmarks/latency.py --log-overhead``), more
+than the log's whole budget of 2 %.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import sys
+import time
+from typing import Any, Iterable
+
+LOG_FILENAME = "decision_log.csv"
+#: what the report needs besides Syne Tune's files: metric, mode, max_t, checkpoint locations
+RUN_INFO_FILENAME = "syne_dyhpo_run.json"
+
+COLUMNS = (
+    "session",  # 0 for a fresh run, +1 for each continuation after Tuner.load
+    "decision",  # order of the decisions within a session
+    "time",  # the Tuner's clock (st_tuner_time; restarts at 0 in each session)
+    "trial_id",  # reporting trial (empty for a free worker asking)
+    "epoch",  # its last epoch
+    "action",  # CONTINUE / PAUSE / STOP for the reporting trial (empty if none)
+    "next",  # what the next free worker gets: continue / resume / start / nothing / dropped
+    "next_trial_id",  # the trial that goes on, is resumed, or was started
+    "next_epoch",  # the epoch it trains to next (end of its segment)
+    "reason",  # one of REASONS
+    "acquisition",  # the winner's acquisition value (log EI)
+    "runner_up",  # the best acquisition value of the other candidates
+    "pred_mean",  # the model's prediction for the winner at next_epoch (metric units), if its
+    "pred_std",  # acquisition predicted there (DyHPO)
+    "pred_mean_max_t",  # ... at max_t, if its acquisition predicted there (DeepPowerLaw, and
+    "pred_std_max_t",  # any method for a winner whose next epoch is max_t)
+    "fit",  # scratch / refine / rescale / condition / cached (empty: no model used)
+    "ms",  # milliseconds of the scheduler call that made the decision
+)
+
+#: why a decision was made (the ``reason`` column)
+REASONS = {
+    "points_to_evaluate": "a configuration of points_to_evaluate, started first",
+    "initial_random": "a random configuration, before the model is used",
+    "random": "a random paused trial (too few observations for the model)",
+    "model_failed": "a random choice: the model failed at this decision",
+    "completion": "the completion of the leader (complete_incumbent)",
+    "sh_promotion": "a successive-halving promotion (sh_probability)",
+    "acquisition": "the highest acquisition value",
+    "max_t": "the trial reached max_t",
+    "diverged": "the trial reported NaN or inf",
+    "lost_checkpoint": "the trial restarted at epoch 1 after a resume (its checkpoint was lost)",
+    "failed": "the trial's job failed",
+    "retired": "ranked hopeless (max_paused_checkpoints): never resumed",
+    "restored": "restored after Tuner.load: resumable again",
+    "archived": "started after the last save of the loaded tuner: results kept, never resumed",
+    "nothing_left": "no paused trial and no new configuration left",
+}
+
+_ROW_INDEX = {name: i for i, name in enumerate(COLUMNS)}
+_MISSING = object()
+
+
+class DecisionLog:
+    """The rows of a scheduler's decisions (see the module docstring).
+
+    :param enabled: keep rows (False: every call does nothing; for measuring the log's cost)
+    """
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self.rows: list[list[Any]] = []
+        self.session = 0
+        self.num_decisions = 0
+        self.path: str | None = None  # the CSV file rows are appended to
+        self.bound = False  # the Tuner (or a front end) of this session was looked for
+        self._open: dict[int, tuple[Any, list[Any]]] = {}  # id(decision) -> (decision, row)
+        #: (configuration, row) of starts carried out whose trials have no id yet
+        self._starting: list[tuple[dict[str, Any], list[Any]]] = []
+        self._start_stamp: float | None = None  # time.time() at the start of the Tuner's run
+        self._perf_start: float | None = None  # without a Tuner: the first call's perf_counter
+        self._results_clock = False  # results carry the Tuner's time (the simulator)
+        self._last_time = 0.0
+        self._file = None  # the CSV file, open for appending (line-buffered: each row is on disk)
+        self._writer = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        # the open rows' decisions are the scheduler's pending ones (pickled with it): kept as a
+        # list, rebuilt into a dict of their new ids when unpickled
+        state["_open"] = list(self._open.values())
+        state["_file"] = state["_writer"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._open = {id(decision): (decision, row) for decision, row in state["_open"]}
+        self.bound = False  # the loaded tuner tells its folder and clock again
+        self._start_stamp = None
+        self._perf_start = None
+
+    # ----- the clock ---------------------------------------------------------------------------
+
+    def now(self, result: dict[str, Any] | None = None) -> float:
+        """The Tuner's clock: ``st_tuner_time`` of the result if it has one (Syne Tune's simulator
+        sets it), else seconds since the Tuner's run started (what Syne Tune stores as
+        ``st_tuner_time`` for real backends), else the last time known (a simulator's free
+        worker) or, driven without a Tuner, seconds since the first call."""
+        if result is not None and "st_tuner_time" in result:
+            self._results_clock = True
+            self._last_time = float(result["st_tuner_time"])
+        elif self._results_clock:
+            pass
+        elif self._start_stamp is not None:
+            self._last_time = time.time() - self._start_stamp
+        else:
+            if self._perf_start is None:
+                self._perf_start = time.perf_counter()
+            self._last_time = time.perf_counter() - self._perf_start
+        return self._last_time
+
+    # ----- binding to a folder -----------------------------------------------------------------
+
+    def bind(self, folder: str | os.PathLike | None, start_timestamp: float | None = None,
+             run_info: dict[str, Any] | None = None) -> None:
+        """Appends rows to :data:`LOG_FILENAME` in ``folder`` from now on (None: keep them in
+        memory only) and reads time from ``start_timestamp`` (``time.time()`` when the run
+        started; None: see :meth:`now`). Rows finished before, not written yet, are written
+        now.
+
+        :param run_info: written to :data:`RUN_INFO_FILENAME` in ``folder`` for the report
+        """
+        self.bound = True
+        if start_timestamp is not None:
+            self._start_stamp = float(start_timestamp)
+        if folder is None or not self.enabled:
+            return
+        os.makedirs(folder, exist_ok=True)
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self.path = os.path.join(os.fspath(folder), LOG_FILENAME)
+        if run_info is not None:
+            with open(os.path.join(os.fspath(folder), RUN_INFO_FILENAME), "w") as f:
+                json.dump(run_info, f, indent=1, default=str)
+        if not os.path.exists(self.path):
+            open_rows = {id(row) for _, row in [*self._open.values(), *self._starting]}
+            self._write([row for row in self.rows if id(row) not in open_rows])
+
+    def _write(self, rows: Iterable[list[Any]]) -> None:
+        if self.path is None:
+            return
+        if self._file is None:
+            new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
+            self._file = open(self.path, "a", newline="", buffering=1)
+            self._writer = csv.writer(self._file)
+            if new:
+                self._writer.writerow(COLUMNS)
+        self._writer.writerows([_csv_value(v) for v in row] for row in rows)
+
+    # ----- rows ----------------------------------------------------------------------------------
+
+    def add(self, time_: float, trial_id: int | None = None, epoch: int | None = None, action: str = "",
+            next_: str = "nothing", next_trial_id: int | None = None, next_epoch: int | None = None,
+            reason: str = "", why: dict[str, Any] | None = None, ms: float | None = None,
+            decision: Any = None, hold: bool = False) -> list[Any] | None:
+        """Adds a row and writes it, unless ``hold`` (fields still to be set: written by
+        :meth:`release`) or ``decision`` is given: a decision not carried out yet, written
+        once it is (:meth:`carried_out`; a start once its trial has an id, :meth:`started`)
+        or once it is given up (:meth:`dropped`)."""
+        if not self.enabled:
+            return None
+        row = [self.session, self.num_decisions, time_, trial_id, epoch, action, next_, next_trial_id, next_epoch,
+               reason, None, None, None, None, None, None, "", ms]
+        self.num_decisions += 1
+        if why:
+            for key, value in why.items():
+                row[_ROW_INDEX[key]] = value
+        self.rows.append(row)
+        if decision is not None:
+            self._open[id(decision)] = (decision, row)
+        elif not hold:
+            self._write([row])
+        return row
+
+    def release(self, row: list[Any] | None) -> None:
+        """Writes a row added with ``hold`` (unless it waits for its trial id)."""
+        if row is not None and not any(open_row is row for _, open_row in self._open.values()):
+            self._write([row])
+
+    def set(self, row: list[Any] | None, **fields: Any) -> None:
+        """Changes fields of a row not written yet (see :meth:`add`)."""
+        if row is not None:
+            for key, value in fields.items():
+                row[_ROW_INDEX[key]] = value
+
+    def carried_out(self, decision: Any) -> None:
+        """A decision is carried out now; a start's trial id comes with :meth:`started`."""
+        entry = self._open.pop(id(decision), None)
+        if entry is None:
+            return
+        row = entry[1]
+        if row[_ROW_INDEX["next"]] == "start":
+            self._starting.append((decision.config, row))
+        else:
+            self._write([row])
+
+    def started(self, trial_id: int, config: dict[str, Any], ignore: str | None = None) -> None:
+        """A trial got ``trial_id`` for ``config``: the row of the start carried out for that
+        configuration is finished (a trial the scheduler did not start has none).
+
+        :param ignore: a key set anew on every start (``max_resource_attr``), not compared
+        """
+        match = next((i for i, (c, _) in enumerate(self._starting)
+                      if all(config.get(k, _MISSING) == v for k, v in c.items() if k != ignore)), None)
+        if match is None:
+            return
+        _, row = self._starting.pop(match)
+        row[_ROW_INDEX["next_trial_id"]] = trial_id
+        self._write([row])
+
+    def dropped(self, decision: Any) -> None:
+        """A decision is given up: the configuration to start was taken, or the trial to
+        resume is no longer resumable (e.g. chosen twice, and already resumed)."""
+        entry = self._open.pop(id(decision), None)
+        if entry is not None:
+            entry[1][_ROW_INDEX["next"]] = "dropped"
+            self._write([entry[1]])
+
+    def new_session(self) -> None:
+        """The scheduler continues after ``Tuner.load``: decisions are numbered anew."""
+        self.session += 1
+        self.num_decisions = 0
+
+    # ----- reading ---------------------------------------------------------------------------
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as dicts (keys :data:`COLUMNS`), in the order they were made."""
+        return [dict(zip(COLUMNS, row)) for row in self.rows]
+
+    def dataframe(self):
+        """The rows as a pandas DataFrame (columns :data:`COLUMNS`)."""
+        try:
+            import pandas as pd
+        except ImportError as err:  # pragma: no cover - pandas comes with syne-tune
+            raise ImportError("decision_log() needs pandas: pip install pandas") from err
+        return pd.DataFrame(self.rows, columns=list(COLUMNS))
+
+
+def _csv_value(value: Any) -> Any:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
+    return value
+
+
+def find_tuner(frame, depth: int = 10):
+    """The Syne Tune ``Tuner`` among the callers of ``frame`` (at most ``depth`` frames up), or
+    None. Syne Tune 0.16 hands a scheduler no reference to its tuner; its ``suggest()`` is
+    called from ``Tuner._schedule_new_task``."""
+    tuner_cls = getattr(sys.modules.get("syne_tune.tuner"), "Tuner", None)
+    if tuner_cls is None:
+        return None
+    for _ in range(depth):
+        if frame is None:
+            return None
+        caller = frame.f_locals.get("self")
+        if isinstance(caller, tuner_cls):
+            return caller
+        frame = frame.f_back
+    return None
+
+
+def checkpoint_template(backend) -> str | None:
+    """Where a trial's checkpoint lives, with ``{trial_id}`` in place of its id: a folder for
+    ``LocalBackend`` and ``PythonBackend``, an S3 URI for the SageMaker backend; None for a
+    simulator (no checkpoints) or a backend that does not say."""
+    from syne_tune.backend.simulator_backend.simulator_backend import SimulatorBackend
+
+    if isinstance(backend, SimulatorBackend):
+        return None
+    placeholder = "{trial_id}"
+    try:
+        if hasattr(backend, "checkpoint_location"):  # syne_dyhpo.backends.sagemaker
+            return backend.checkpoint_location(placeholder).uri
+        if hasattr(backend, "checkpoint_trial_path"):  # LocalBackend, PythonBackend
+            return str(backend.checkpoint_trial_path(placeholder))
+    except Exception:  # noqa: BLE001 - a location the report can do without
+        return None
+    return None
+
+
+def run_info(scheduler, backend=None) -> dict[str, Any]:
+    """What the report needs to read a run besides Syne Tune's files."""
+    return {
+        "scheduler": type(scheduler).__name__,
+        "metric": scheduler.metric,
+        "mode": scheduler.metric_mode(),
+        "time_attr": scheduler.time_attr,
+        "max_t": scheduler.max_t,
+        "max_resource_attr": scheduler.max_resource_attr,
+        "hyperparameters": list(scheduler._encoder.hp_names),
+        "backend": None if backend is None else type(backend).__name__,
+        "checkpoint_template": None if backend is None else checkpoint_template(backend),
+    }
+
+
+# ----- why a decision was made ----------------------------------------------------------------
+
+
+def probe(decider, policy) -> tuple:
+    """The counters of the decision maker and its policy before a decision (see :func:`explain`;
+    a policy other than :class:`~syne_dyhpo.core.policy.SurrogatePolicy` may have none)."""
+    return (
+        decider.num_decisions,
+        decider.num_fallbacks,
+        0 if decider.completion is None else decider.completion.num_completions,
+        decider.num_sh_promotions,
+        getattr(policy, "num_full_fits", 0),
+        getattr(policy, "num_rescales", 0),
+        getattr(policy, "num_refines", 0),
+        getattr(policy, "_size_at_fit", 0),
+    )
+
+
+def explain(before: tuple, decider, policy, decision, is_point: bool, sign: float) -> dict[str, Any]:
+    """The ``reason``, acquisition, prediction and ``fit`` fields of a decision just made.
+
+    :param before: :func:`probe` before the decision
+    :param decider: the :class:`~syne_dyhpo.core.decision.DecisionMaker`; its ``last_scored``
+        holds the fitted model, the candidates and their acquisition values if the decision
+        consulted the acquisition
+    :param policy: the decider's surrogate policy
+    :param decision: the decision (None: nothing to choose from)
+    :param is_point: the decision starts one of ``points_to_evaluate``
+    :param sign: +1 if the metric is maximised, -1 if minimised (scores are ``sign * value``)
+    """
+    why: dict[str, Any] = {}
+    if decision is None:
+        why["reason"] = "nothing_left"
+        return why
+    if is_point:
+        why["reason"] = "points_to_evaluate"
+        return why
+    now = probe(decider, policy)
+    scored = decider.last_scored
+    fitted = scored is not None or now[1] > before[1]
+    if now[2] > before[2]:
+        why["reason"] = "completion"
+    elif now[3] > before[3]:
+        why["reason"] = "sh_promotion"
+    elif now[1] > before[1]:
+        why["reason"] = "model_failed"
+    elif scored is not None:
+        why["reason"] = "acquisition"
+    else:
+        why["reason"] = "initial_random" if decision.kind.value == "start" else "random"
+    if fitted:
+        if now[4] > before[4]:
+            why["fit"] = "scratch"
+        elif now[5] > before[5]:
+            why["fit"] = "rescale"
+        elif now[6] > before[6]:
+            why["fit"] = "refine"
+        elif now[7] != before[7]:
+            why["fit"] = "condition"
+        else:
+            why["fit"] = "cached"
+    if scored is not None:
+        why.update(_scored_fields(scored, decision, sign, decider.observations.max_t))
+    return why
+
+
+def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str, Any]:
+    """The winner's and runner-up's acquisition values, and the prediction the acquisition
+    made for the winner (the model is not asked again: no cost, no side effect on its caches)."""
+    import numpy as np
+
+    model, candidates, values = scored
+    if decision.kind.value == "resume":
+        i = candidates.trial_ids.index(decision.trial_id)
+    else:
+        i = next(j for j in range(candidates.num_paused, len(candidates)) if candidates.configs[j] is decision.config)
+    fields: dict[str, Any] = {"acquisition": float(values[i]), "next_epoch": int(candidates.budget[i])}
+    if len(values) > 1:
+        fields["runner_up"] = float(np.max(np.delete(values, i)))
+    prediction = getattr(model, "prediction", None)
+    if prediction is None or not hasattr(model, "transform"):
+        return fields
+    budgets, mean, std = prediction
+    transform = model.transform
+
+    def raw(m: float, s: float) -> tuple[float, float]:
+        return sign * (transform.loc + transform.scale * float(m)), transform.scale * float(s)
+
+    budget, next_epoch = int(budgets[i]), int(candidates.budget[i])
+    if budget == next_epoch:
+        fields["pred_mean"], fields["pred_std"] = raw(mean[i], std[i])
+    if budget == max_t:
+        fields["pred_mean_max_t"], fields["pred_std_max_t"] = raw(mean[i], std[i])
+    return fields
+
+
+# ----- the rows of a freeze-thaw scheduler's calls -----------------------------------------------
+
+
+def row_of_decision(scheduler, reporting, decision, before: tuple, started: float) -> tuple[list | None, Any]:
+    """Adds the row of a decision a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` just
+    made (its answer for the reporting trial is set by :func:`row_of_result`), and a row per
+    trial the decision retired.
+
+    :param reporting: the reporting trial's record (None: a free worker asked)
+    :param decision: the decision (None: nothing to choose from)
+    :param before: :func:`probe` before the decision
+    :param started: ``time.perf_counter()`` when the scheduler call began
+    :return: the row and the decision
+    """
+    log = scheduler._log
+    kind = None if decision is None else decision.kind.value
+    is_point = kind == "start" and any(decision.config is point for point in scheduler._points_to_evaluate)
+    why = explain(before, scheduler._decider, scheduler.policy, decision, is_point, scheduler._obs.sign)
+    now = log.now()
+    trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
+    segment_end = scheduler._lifecycle.segment_end
+    if decision is None:
+        next_, next_id, next_epoch = "nothing", None, None
+    elif kind == "start":
+        next_, next_id, next_epoch = "start", None, segment_end(None)
+    else:
+        winner = scheduler._obs.trials[decision.trial_id]
+        next_ = "continue" if winner is reporting else "resume"
+        next_id, next_epoch = decision.trial_id, segment_end(winner)
+    why.setdefault("next_epoch", next_epoch)
+    ms = 1000.0 * (time.perf_counter() - started)
+    # written once carried out (the answer for the reporting trial is set before)
+    row = log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms, decision=decision,
+                  hold=reporting is not None)
+    if decision is not None and reporting is None:  # suggest() carries it out at once
+        log.carried_out(decision)
+    for retired in () if decision is None else decision.retire:
+        log.add(now, retired, scheduler._obs.trials[retired].last_epoch, reason="retired")
+    return row, decision
+
+
+def row_of_result(scheduler, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
+                  started: float) -> None:
+    """After a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` answered a result: sets
+    the answer on the row of the decision the result led to (written now, unless the decision
+    waits for a free worker), or adds a row for a trial stopped without a decision (``max_t``,
+    diverged, lost checkpoint).
+
+    :param answer: CONTINUE / PAUSE / STOP
+    :param was_running: the trial was running before the result (not a late report)
+    :param num_rows: rows of the log before the result
+    """
+    log = scheduler._log
+    if len(log.rows) > num_rows and scheduler._last_row is not None:  # a decision was made
+        row, decision = scheduler._last_row, scheduler._last_decision
+        log.set(row, action=str(answer).upper(), ms=1000.0 * (time.perf_counter() - started))
+        if row[_ROW_INDEX["next"]] == "continue" and str(answer).upper() != "CONTINUE":
+            log.set(row, next="resume")  # the job stops itself at its segment end: resumed at once
+        if decision is None:
+            log.release(row)
+        elif str(answer).upper() == "CONTINUE":  # the reporting trial goes on: nothing pending
+            log.carried_out(decision)
+        return
+    record = scheduler._obs.trials.get(trial_id)
+    if str(answer).upper() != "STOP" or not was_running or record is None:
+        return
+    reason = {"finished": "max_t", "diverged": "diverged"}.get(record.status.value, "lost_checkpoint")
+    log.add(log.now(result), trial_id, record.last_epoch, action="STOP", reason=reason,
+            ms=1000.0 * (time.perf_counter() - started))

@@ -1,0 +1,15 @@
+"""``syne-dyhpo report PATH``: what a freeze-thaw run did, and the model to take home.
+
+- :mod:`~syne_dyhpo.report.loading`: reads an experiment folder (Syne Tune's results, the
+  decision log);
+- :mod:`~syne_dyhpo.report.summary`: counts, the model to take home, the text;
+- :mod:`~syne_dyhpo.report.timeline` and :mod:`~syne_dyhpo.report.curves`: the pictures
+  (matplotlib, the extra ``syne-dyhpo[report]``);
+- :mod:`~syne_dyhpo.report.cli`: the command line.
+
+:func:`make_report` does it all: ``make_report("~/syne-tune/my-run-2026-...")``.
+"""
+
+from syne_dyhpo.report.cli import Report, main, make_report
+
+__all__ = ["Report", "main", "make_report"]

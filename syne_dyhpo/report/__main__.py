@@ -1,0 +1,5 @@
+import sys
+
+from syne_dyhpo.report.cli import main
+
+sys.exit(main())
