@@ -2,7 +2,7 @@
 
 Runs one run of the benchmark grid (``benchmarks/runner.py``; results go to ``--results-dir``)
 and counts the scheduler's decisions by path: a new configuration started, a trial resumed by
-the completion (:meth:`~syne_dyhpo.core.decision.DecisionMaker._champion`), or a trial resumed
+the completion (:meth:`~syne_dyhpo.core.completion.CompletionRun.choose`), or a trial resumed
 by the acquisition (or a successive-halving promotion). Resumes are split by whether the
 trial's best value so far lies within ``--within`` of ``--near``: e.g. chance level of a binary
 task's log-loss, ln 2 = 0.6931::
@@ -24,7 +24,7 @@ import tempfile
 from typing import Iterator
 
 from benchmarks.runner import RunSpec, run_one
-from syne_dyhpo.core import decision
+from syne_dyhpo.core import completion, decision
 
 
 @contextlib.contextmanager
@@ -33,16 +33,16 @@ def counting_decisions(near: float, within: float) -> Iterator[collections.Count
     active, by path and by whether the resumed trial's best value is within ``within`` of
     ``near``."""
     counts: collections.Counter = collections.Counter()
-    decide, champion = decision.DecisionMaker.decide, decision.DecisionMaker._champion
-    chosen: dict[int, int | None] = {}
+    decide, choose = decision.DecisionMaker.decide, completion.CompletionRun.choose
+    chosen: dict[int, int | None] = {}  # id of a CompletionRun -> the trial it chose last
 
-    def recording_champion(self, records, num_workers=1):
-        record = champion(self, records, num_workers)
+    def recording_choose(self, records, num_workers=1):
+        record = choose(self, records, num_workers)
         chosen[id(self)] = None if record is None else record.trial_id
         return record
 
     def recording_decide(self, *args, **kwargs):
-        chosen[id(self)] = None
+        chosen[id(self.completion)] = None
         made = decide(self, *args, **kwargs)
         if made is None:
             return made
@@ -52,16 +52,16 @@ def counting_decisions(near: float, within: float) -> Iterator[collections.Count
         record = self.observations.trials[made.trial_id]
         value = self.observations.sign * self.observations.best_of(record)
         kind = "near" if abs(value - near) <= within else "elsewhere"
-        path = "completion" if chosen[id(self)] == made.trial_id else "acquisition"
+        path = "completion" if chosen[id(self.completion)] == made.trial_id else "acquisition"
         counts[f"resume by {path}, best value {kind}"] += 1
         return made
 
     decision.DecisionMaker.decide = recording_decide
-    decision.DecisionMaker._champion = recording_champion
+    completion.CompletionRun.choose = recording_choose
     try:
         yield counts
     finally:
-        decision.DecisionMaker.decide, decision.DecisionMaker._champion = decide, champion
+        decision.DecisionMaker.decide, completion.CompletionRun.choose = decide, choose
 
 
 def main(argv: list[str] | None = None) -> None:

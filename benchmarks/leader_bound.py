@@ -6,7 +6,7 @@ its epochs are taken from exploration. This script asks, for a choice of leader,
 explorer's runs would have scored had they spent those epochs on it. For every explorer run:
 
 - when the ``after``-th configuration reports its first epoch (when the completion chooses
-  its leader, ``complete_incumbent_after``), the trials reported so far are the candidates,
+  its leader, ``IncumbentCompletion.after``), the trials reported so far are the candidates,
   and a *rule* picks one;
 - training it to ``max_t`` takes the ``max_t - done`` epochs it lacks; on one of ``workers``
   workers it gets about one in every ``workers`` epochs of the run, so by budget point ``B`` it
