@@ -605,6 +605,16 @@ def test_tuner_with_dyhpo_pauses_and_resumes_sagemaker_jobs_end_to_end(fake, tmp
         # a job stopped by the end of tuning may have been killed between save and report
         allowed = (flat[-1], flat[-1] + 1) if tid in running_at_end else (flat[-1],)
         assert checkpoint_epoch(fake, backend, tid) in allowed, (tid, flat)
+    # (5) the report of the run: its counts, and checkpoints named by their S3 location
+    from syne_dyhpo.report import make_report
+
+    report = make_report(tr.tuner.tuner_path, pictures=False)
+    assert report.summary.failed == 1 and report.histories[failed_tid].failed
+    assert report.summary.started == len(trial_ids)
+    for tid in trial_ids:
+        assert report.run.checkpoint(tid) == backend.checkpoint_location(tid).uri
+    if report.take_home.trial_id is not None:
+        assert report.take_home.checkpoint == backend.checkpoint_location(report.take_home.trial_id).uri
     print(f"[sagemaker e2e] wall={wall:.1f}s trials={len(trial_ids)} jobs="
           f"{sum(len(backend.job_names(t)) for t in trial_ids)} resumed_jobs={resumed} "
           f"epochs_seen={sum(map(len, seen.values()))} retired={sorted(retired)} "
