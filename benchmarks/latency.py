@@ -514,8 +514,8 @@ def main(argv=None) -> int:
 
 #: the decision log's code inside the scheduler calls (outermost calls timed, nested ones not)
 LOG_TARGETS = [
-    ("syne_dyhpo.core.scheduler", "FreezeThawScheduler._log_decision"),
-    ("syne_dyhpo.core.scheduler", "FreezeThawScheduler._log_result"),
+    ("syne_dyhpo.core.decision_log", "row_of_decision"),
+    ("syne_dyhpo.core.decision_log", "row_of_result"),
     ("syne_dyhpo.core.decision_log", "probe"),
     ("syne_dyhpo.core.decision_log", "DecisionLog.now"),
     ("syne_dyhpo.core.decision_log", "DecisionLog.carried_out"),
