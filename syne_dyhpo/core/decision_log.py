@@ -116,6 +116,7 @@ class DecisionLog:
         self.bound = False  # the loaded tuner tells its folder and clock again
         self._start_stamp = None
         self._perf_start = None
+        self._last_time = 0.0  # the Tuner's clock starts again at 0
 
     # ----- the clock ---------------------------------------------------------------------------
 
