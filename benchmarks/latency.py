@@ -30,7 +30,7 @@ instead (``benchmarks/runner.py``, 1 worker, budget 20 x max_t)::
 ``--scheduler-arg KEY=VALUE`` (repeatable) passes an argument to DyHPO and DeepPowerLaw (not
 to BOHB); ``surrogate_config.FIELD=VALUE`` or ``fit_schedule.FIELD=VALUE`` changes one field of
 the method's default settings; with ``--simulator``, ``--methods`` also takes the runner's variant names
-(``benchmarks/runner.py``, e.g. ``DyHPO-keep224``).
+(``benchmarks/runner.py``, e.g. ``DyHPO-no-completion``).
 
 A method that exceeds ``--time-limit`` seconds of scheduler compute stops there; its later bins
 are reported as not reached. Torch runs on one thread (``--threads``), as on one core.
