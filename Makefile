@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Main job: short comparison of DyHPO, DeepPowerLaw, RandomSearch, ASHA, BOHB on the shipped data
-# (4 tasks, seed 0, 500 epochs per run: about a minute on 2 idle cores after set-up)
+# (4 tasks, seed 0, 500 epochs per run, 2 processes; finished runs in results/demo are reused)
 demo: setup
 	$(BIN)/python benchmarks/demo.py
 

@@ -16,7 +16,8 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
     PYTHONPATH=. python benchmarks/latency.py                      # 10,000 observations, 1 worker
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO BOHB --max-obs 3000 --bin 500
     PYTHONPATH=. python benchmarks/latency.py --bins 1-500 4501-5000 9501-10000 --n-workers 4
-    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg num_kept_candidates=224
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg candidates.num_kept=224
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --scheduler-arg completion=None
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg surrogate_config.max_condition_points=1024
 
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
@@ -28,9 +29,12 @@ instead (``benchmarks/runner.py``, 1 worker, budget 20 x max_t)::
     PYTHONPATH=. python benchmarks/latency.py --split --simulator ../shared/data/lcbench Australian
 
 ``--scheduler-arg KEY=VALUE`` (repeatable) passes an argument to DyHPO and DeepPowerLaw (not
-to BOHB); ``surrogate_config.FIELD=VALUE`` or ``fit_schedule.FIELD=VALUE`` changes one field of
-the method's default settings; with ``--simulator``, ``--methods`` also takes the runner's variant names
-(``benchmarks/runner.py``, e.g. ``DyHPO-keep224``).
+to BOHB); ``ARGUMENT.FIELD=VALUE`` changes one field of the method's default ARGUMENT, one of
+``surrogate_config``, ``fit_schedule``, ``completion``, ``candidates``, ``promotion`` (e.g.
+``completion.after=54``, ``candidates.num_kept=224``, ``promotion.probability=0.25``: the
+promotion, off by default, starts from ``SuccessiveHalvingPromotion()``); ``completion=None``
+turns the completion off. With ``--simulator``, ``--methods`` also takes the runner's variant
+names (``benchmarks/runner.py``, e.g. ``DyHPO-no-completion``).
 
 ``--log-overhead`` measures what the decision log costs (DyHPO and DeepPowerLaw): each method is
 run with its log written to a CSV file, timing the log's own code inside the scheduler calls,
@@ -60,7 +64,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.defaults import FIELD_ARGUMENTS, default_changed, grouped  # noqa: E402 (after the path fix)
+from benchmarks.defaults import FIELD_ARGUMENTS, default_changed  # noqa: E402 (after the path fix)
 
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
@@ -120,8 +124,8 @@ class PowerLawTask:
 
 def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
     """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB); a key
-        ``"surrogate_config.FIELD"`` or ``"fit_schedule.FIELD"`` changes that field of the
-        method's default"""
+        ``"ARGUMENT.FIELD"`` (ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS``, e.g.
+        ``"completion.after"``) changes that field of the method's default ARGUMENT"""
     space = config_space()
     if method == "BOHB":
         from syne_tune.optimizer.baselines import BOHB
@@ -139,7 +143,7 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
             arguments[key] = value
     arguments.update({argument: default_changed(method, argument, **changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
-                                       random_seed=seed, **grouped(method, arguments))
+                                       random_seed=seed, **arguments)
 
 
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------
@@ -404,7 +408,8 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)")
     p.add_argument("--scheduler-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable); "
-                        "surrogate_config.FIELD=VALUE / fit_schedule.FIELD=VALUE change a field of its default")
+                        "ARGUMENT.FIELD=VALUE changes a field of its default ARGUMENT "
+                        f"(one of {', '.join(FIELD_ARGUMENTS)})")
     p.add_argument("--max-obs", type=int, default=10_000, help="observations per method")
     p.add_argument("--bin", type=int, default=500, help="bin width (observations)")
     p.add_argument("--bins", nargs="*", default=None, help="explicit bins LO-HI (1-based, inclusive)")

@@ -65,7 +65,7 @@ PROTOCOL = """\
   (20 x max fidelity), counted as epochs actually simulated. **Workers:** {workers}, on Syne
   Tune's simulator (`UserBlackboxBackend`).
 - **Candidates:** every method draws configurations only from the table, each row at most
-  once: ours sample unused rows uniformly (`candidate_configs`), RandomSearch and ASHA draw
+  once: ours sample unused rows uniformly (`CandidateOptions(configs=...)`), RandomSearch and ASHA draw
   unused rows uniformly, BOHB's proposals are mapped to the nearest unused row
   (`benchmarks.table.TableRestricted`). Our schedulers get exact segments (`max_resource_attr`).
 - **Regrets:** normalised regret = (best - incumbent) / (best - worst), best = best table value

@@ -56,7 +56,7 @@ SEGMENT_END_ATTR = "freeze_thaw_segment_end"
 
 
 # Random draws (RandomSearch, ASHA's searcher) become uniform draws over the table's unused rows:
-# random search over the table, as our schedulers get it from ``candidate_configs``. BOHB's
+# random search over the table, as our schedulers get it from ``CandidateOptions(configs=...)``. BOHB's
 # proposals come from its model: they are kept, mapped to the nearest unused row (TableRestricted).
 def _random_search(d, cs, configs, seed, **options: Any) -> TrialScheduler:
     """Syne Tune's RandomSearch restricted to the table."""

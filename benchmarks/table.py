@@ -8,7 +8,7 @@ the previous fidelity and drops configurations whose curves are all NaN
 (TaskSet has such curves), so diverged runs would silently look healthy or
 vanish. Replacing each suggestion by a real, unused row keeps the table values
 exactly as recorded (NaN included), gives every method the same candidate set
-(the one our freeze-thaw schedulers get as ``candidate_configs``), and never
+(the one our freeze-thaw schedulers get as ``CandidateOptions(configs=...)``), and never
 evaluates the same row twice. Random draws become uniform draws over the rows
 (``sampling="uniform"``), so that every method sees the same candidate
 distribution; see :class:`TableRestricted`.
@@ -140,7 +140,7 @@ class TableRestricted(TrialScheduler):
       the wrapped scheduler's config is ignored. For schedulers whose new
       configs are plain random draws (RandomSearch, ASHA), this is random
       search over the table, the candidate distribution our schedulers get
-      from ``candidate_configs``.
+      from ``CandidateOptions(configs=...)``.
     * ``"nearest"``: the unused row nearest to the suggested config (Euclidean
       distance in the :class:`~syne_dyhpo.search_space.ConfigEncoder` space),
       for model-based proposals (BOHB). Rows are then drawn in proportion to

@@ -20,14 +20,13 @@ time.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-try:
-    import syne_dyhpo  # noqa: F401
-except ImportError:  # running from a source checkout without installing
+if importlib.util.find_spec("syne_dyhpo") is None:  # running from a source checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ray

@@ -57,7 +57,6 @@ from typing import Any, Callable
 import numpy as np
 
 try:
-    import ray  # noqa: F401
     from ray.tune import TuneConfig
     from ray.tune.experiment import Trial as RayTrial
     from ray.tune.schedulers import TrialScheduler as RayTrialScheduler

@@ -311,13 +311,13 @@ def _index_of(categories: list, value: Any, name: str) -> int:
 class CandidateSampler:
     """Proposes new configurations: sampled from the space, or drawn from a finite pool.
 
-    The pool is ``candidate_configs`` (e.g. the rows of a tabular benchmark) if given, else the
+    The pool is ``candidates.configs`` (e.g. the rows of a tabular benchmark) if given, else the
     whole space when it is small and finite (:meth:`ConfigEncoder.grid`); new configurations
     are then drawn only from it, each at most once.
 
     :param encoder: encoder of the config space
-    :param candidate_configs: optional finite set of configurations to draw from; each must lie
-        in the space
+    :param candidate_configs: optional finite set of configurations to draw from
+        (``CandidateOptions.configs``); each must lie in the space
     :raises ConfigSpaceError: if ``candidate_configs`` is empty or one of them lacks a
         hyperparameter or has a value outside its domain
     """
@@ -330,10 +330,10 @@ class CandidateSampler:
         self._used: set[tuple] = set()
         if candidate_configs is not None:
             if len(candidate_configs) == 0:
-                raise ConfigSpaceError("candidate_configs is empty")
+                raise ConfigSpaceError("candidates.configs is empty")
             for i, c in enumerate(candidate_configs):
                 native = {k: to_native(v) for k, v in c.items()}
-                encoder.validate(native, where=f"candidate_configs[{i}]")
+                encoder.validate(native, where=f"candidates.configs[{i}]")
                 self._add_to_pool(encoder.complete(native))
         else:
             for config in encoder.grid() or []:

@@ -10,6 +10,7 @@ extra ``syne-dyhpo[report]``); without it the text is printed and written alone.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,11 +76,7 @@ def make_report(path_or_name: str | Path, out: str | Path | None = None, picture
 
 
 def _has_matplotlib() -> bool:
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def build_parser() -> argparse.ArgumentParser:

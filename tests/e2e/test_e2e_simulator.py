@@ -2,7 +2,7 @@
 
 Each run simulates a few hundred epochs of an LCBench or a TaskSet task (the repo's copy of
 the development data, read with Syne Tune's ``deserialize``) with 1 or 4 workers, the table's
-rows as ``candidate_configs`` and exact segments (``max_resource_attr``); assertions read the
+rows as ``candidates.configs`` and exact segments (``max_resource_attr``); assertions read the
 Tuner's results.
 """
 
@@ -28,8 +28,8 @@ def simulate(method, bench, task, n_workers, seed=0, budget=BUDGET):
     metric = meta["default_metric"]
     scheduler = getattr(syne_dyhpo, method)(
         blackbox.configuration_space, metric=metric, do_minimize=metric.endswith("loss"),
-        time_attr=meta["time_attr"], max_t=MAX_T, random_seed=seed, candidate_configs=configs,
-        max_resource_attr=SEGMENT_END,
+        time_attr=meta["time_attr"], max_t=MAX_T, random_seed=seed,
+        candidates=syne_dyhpo.CandidateOptions(configs=configs), max_resource_attr=SEGMENT_END,
     )
     _, df = simulate_tuner(scheduler, blackbox, n_workers, budget, max_resource_attr=SEGMENT_END,
                            elapsed_time_attr=meta["metric_elapsed_time"], tuner_sleep_time=0.2)

@@ -10,11 +10,12 @@ from benchmarks import latency
 
 
 def test_scheduler_args_reach_our_schedulers_and_not_bohb():
-    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "num_kept_candidates=224",
-                               "--scheduler-arg", "num_candidates=300"])
-    assert args.options == {"num_kept_candidates": 224, "num_candidates": 300}
+    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "candidates.num_kept=224",
+                               "--scheduler-arg", "candidates.num_candidates=300", "--scheduler-arg", "budget_step=2"])
+    assert args.options == {"candidates.num_kept": 224, "candidates.num_candidates": 300, "budget_step": 2}
     dyhpo = latency.make_scheduler("DyHPO", 10, 0, **args.options)
     assert dyhpo.metadata()["candidates"]["num_kept"] == 224 and dyhpo.metadata()["candidates"]["num_candidates"] == 300
+    assert dyhpo.budget_step == 2
     # BOHB takes no such arguments (it would raise): make_scheduler leaves them out
     bohb = latency.make_scheduler("BOHB", 10, 0, **args.options)
     assert type(bohb).__name__ == "BOHB"
@@ -35,16 +36,52 @@ def test_scheduler_arg_fields_change_that_field_of_the_methods_default_only():
         latency.make_scheduler("DeepPowerLaw", 10, 0, **args.options)
 
 
+@pytest.mark.parametrize("method", ["DyHPO", "DeepPowerLaw"])
+def test_scheduler_arg_fields_of_the_settings_objects_start_from_each_methods_default(method):
+    from dataclasses import replace
+
+    from syne_dyhpo import CandidateOptions, SuccessiveHalvingPromotion
+    from syne_dyhpo.methods import deep_power_law, dyhpo
+
+    default_completion = {"DyHPO": dyhpo, "DeepPowerLaw": deep_power_law}[method].DEFAULT_COMPLETION
+    args = latency.parse_args(["--methods", method, "--scheduler-arg", "completion.after=54",
+                               "--scheduler-arg", "candidates.num_kept=224",
+                               "--scheduler-arg", "promotion.probability=0.5"])
+    scheduler = latency.make_scheduler(method, 10, 0, **args.options)
+    # the method's own completion with one field changed: the two methods' defaults differ elsewhere
+    assert scheduler.completion == replace(default_completion, after=54)
+    assert scheduler.candidates == CandidateOptions(num_kept=224)
+    assert scheduler.promotion == SuccessiveHalvingPromotion(probability=0.5)
+    # without the arguments: the defaults (no promotion)
+    plain = latency.make_scheduler(method, 10, 0)
+    assert plain.completion == default_completion and plain.promotion is None
+
+
+def test_completion_none_turns_the_completion_off():
+    args = latency.parse_args(["--methods", "DyHPO", "DeepPowerLaw", "--scheduler-arg", "completion=None"])
+    assert args.options == {"completion": None}
+    for method in ("DyHPO", "DeepPowerLaw"):
+        assert latency.make_scheduler(method, 10, 0, **args.options).completion is None
+
+
+def test_a_field_the_settings_object_lacks_is_refused_by_name():
+    with pytest.raises(TypeError, match="num_kept_candidates"):
+        latency.make_scheduler("DyHPO", 10, 0, **{"candidates.num_kept_candidates": 224})
+
+
 def test_scheduler_arg_values_are_literals_or_words():
-    assert latency.scheduler_arg("complete_incumbent=False") == ("complete_incumbent", False)
-    assert latency.scheduler_arg("commit_completion_after=None") == ("commit_completion_after", None)
+    assert latency.scheduler_arg("completion=None") == ("completion", None)
+    assert latency.scheduler_arg("completion.leaders_until_trained=False") == ("completion.leaders_until_trained", False)
+    assert latency.scheduler_arg("promotion.probability=0.25") == ("promotion.probability", 0.25)
     assert latency.scheduler_arg("time_attr=epoch") == ("time_attr", "epoch")
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--methods", "Foo"], "unknown \\['Foo'\\]"),
     (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
-    (["--scheduler-arg", "num_candidates.x=1"], "ARGUMENT one of \\('surrogate_config', 'fit_schedule'\\), got 'num_candidates.x=1'"),
+    (["--scheduler-arg", "num_candidates.x=1"],
+     "ARGUMENT one of \\('surrogate_config', 'fit_schedule', 'completion', 'candidates', 'promotion'\\), "
+     "got 'num_candidates.x=1'"),
     (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
 ])
 def test_bad_arguments_are_refused_naming_them(argv, message, capsys):

@@ -195,14 +195,19 @@ SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}
 @pytest.mark.parametrize(
     "bad, message",
     [
-        ({"lr": 50.0, "dropout": 0.1}, r"candidate_configs\[1\]: lr=50.0 is outside its domain"),
-        ({"lr": 1e-3, "dropout": -3.0}, r"candidate_configs\[1\]: dropout=-3.0 is outside its domain"),
-        ({"lr": 1e-3}, r"candidate_configs\[1\] lacks hyperparameter 'dropout'"),
+        ({"lr": 50.0, "dropout": 0.1}, r"candidates\.configs\[1\]: lr=50.0 is outside its domain"),
+        ({"lr": 1e-3, "dropout": -3.0}, r"candidates\.configs\[1\]: dropout=-3.0 is outside its domain"),
+        ({"lr": 1e-3}, r"candidates\.configs\[1\] lacks hyperparameter 'dropout'"),
     ],
 )
 def test_candidate_configs_outside_the_space_are_refused(bad, message):
     with pytest.raises(ConfigSpaceError, match=message):
         DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad]))
+
+
+def test_empty_candidate_configs_are_refused_by_name():
+    with pytest.raises(ConfigSpaceError, match=r"candidates\.configs is empty"):
+        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[]))
 
 
 @pytest.mark.parametrize("epoch", [float("inf"), float("nan"), 1.5, 2.5, 0, "two"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import pickle
 from datetime import datetime
 
-import numpy as np
 import pandas as pd
 import pytest
 from syne_tune.backend.trial_status import Trial

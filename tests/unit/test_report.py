@@ -5,8 +5,6 @@ text alone without matplotlib."""
 from __future__ import annotations
 
 import json
-import math
-import sys
 import tomllib
 from pathlib import Path
 

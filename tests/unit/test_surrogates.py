@@ -101,8 +101,6 @@ def test_deep_kernel_gp_refine_and_condition_keep_predicting():
 
 
 def test_deep_kernel_gp_training_keeps_the_weights_of_the_best_loss_seen(monkeypatch):
-    import torch
-
     import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
 
     losses = []
