@@ -20,13 +20,15 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	$(BIN)/python benchmarks/demo.py
 
-# Tests: unit tests + end-to-end Tuner runs (simulator, LocalBackend, Ray)
+# Tests: unit tests + end-to-end Tuner runs (simulator, LocalBackend, Ray, SageMaker on moto), in
+# 3 processes (pytest-xdist): most end-to-end tests wait on real processes and the Tuner's sleeps
+PYTEST_WORKERS ?= 3
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
-# Unit tests only, without the tests marked slow (about a minute)
+# Without the tests marked slow
 test-fast: setup
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
 
 # The development grid (hours on 2 cores; finished runs are reused), then benchmarks/RESULTS.md
 # and its figures from its runs. DEV: the folder holding the development data (lcbench,
