@@ -45,8 +45,8 @@ OURS = ("DyHPO", "DeepPowerLaw")
 #: Named deviations from the papers measured: (our default, the variant with the papers'
 #: setting, what the variant changes)
 DEVIATIONS = (
-    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`complete_incumbent=False`)"),
-    ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`complete_incumbent=False`)"),
+    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`)"),
+    ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`completion=None`)"),
 )
 
 GRID_COMMAND = """\
