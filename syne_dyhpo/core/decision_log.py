@@ -62,7 +62,7 @@ REASONS = {
     "initial_random": "a random configuration, before the model is used",
     "random": "a random paused trial (too few observations for the model)",
     "model_failed": "a random choice: the model failed at this decision",
-    "completion": "the completion of the leader (complete_incumbent)",
+    "completion": "the completion of the leader (IncumbentCompletion)",
     "sh_promotion": "a successive-halving promotion (sh_probability)",
     "acquisition": "the highest acquisition value",
     "max_t": "the trial reached max_t",
