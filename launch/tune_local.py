@@ -22,7 +22,7 @@ Lost checkpoints: by default a trial whose checkpoint is missing or corrupt fail
 (the script exits with status 1, Syne Tune marks the trial failed, the scheduler
 never resumes it and tuning goes on). ``--restart-on-lost-checkpoint`` instead
 restarts it from epoch 1 (script ``--on_checkpoint_error restart`` and scheduler
-``restart_on_lost_checkpoint=True``).
+``checkpoints=PausedCheckpoints(restart_if_lost=True)``).
 """
 
 from __future__ import annotations
@@ -153,7 +153,7 @@ def add_tuning_arguments(
     group.add_argument("--max-epochs", type=positive_int, default=10, help="max_t: epochs of a fully trained trial")
     group.add_argument("--budget-epochs", type=positive_int, default=budget_epochs, help="stop after this many epochs in total")
     group.add_argument("--max-wallclock-time", type=positive_number, default=None, help="also stop after this many seconds")
-    group.add_argument("--max-paused-checkpoints", type=positive_int, default=None,
+    group.add_argument("--max-paused-checkpoints", dest="max_kept_paused", type=positive_int, default=None,
                        help="keep at most this many paused trials resumable; retire (and delete the "
                             f"checkpoints {checkpoints} of) those ranked hopeless")
     group.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
@@ -172,17 +172,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-step", type=positive_int, default=1, help="epochs per decision (segment length)")
     p.add_argument("--num-initial-random", type=non_negative_int, default=2, help="random trials before the surrogate")
     p.add_argument("--num-candidates", type=positive_int, default=64, help="new configs scored per decision")
-    p.add_argument("--restart-on-lost-checkpoint", action="store_true",
+    p.add_argument("--restart-on-lost-checkpoint", dest="restart_if_lost", action="store_true",
                    help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it")
     return p
 
 
-def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], **options: Any):
+def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], restart_if_lost: bool = False, **options: Any):
     """The scheduler ``args`` ask for (see :func:`add_tuning_arguments`) on the digits MLP.
 
+    :param restart_if_lost: ``PausedCheckpoints.restart_if_lost`` (a resumed trial that lost
+        its checkpoint restarts from scratch instead of failing)
     :param options: Further scheduler arguments, e.g. those only this launcher takes
     """
-    from syne_dyhpo import DeepPowerLaw, DyHPO
+    from syne_dyhpo import DeepPowerLaw, DyHPO, PausedCheckpoints
 
     cls = {"dyhpo": DyHPO, "dpl": DeepPowerLaw}[args.method]
     return cls(
@@ -192,7 +194,7 @@ def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], **op
         time_attr=RESOURCE_ATTR,
         max_t=args.max_epochs,
         max_resource_attr=MAX_RESOURCE_ATTR,
-        max_paused_checkpoints=args.max_paused_checkpoints,
+        checkpoints=PausedCheckpoints(max_kept=args.max_kept_paused, restart_if_lost=restart_if_lost),
         random_seed=args.seed,
         **options,
     )
@@ -220,17 +222,17 @@ def run(args: argparse.Namespace, callbacks: list[TunerCallback] | None = None) 
     from syne_dyhpo import CandidateOptions
 
     config_space = make_config_space(max_epochs=args.max_epochs, seed=args.seed)
-    config_space["on_checkpoint_error"] = "restart" if args.restart_on_lost_checkpoint else "raise"
+    config_space["on_checkpoint_error"] = "restart" if args.restart_if_lost else "raise"
     delete = args.delete_checkpoints
     if delete is None:
-        delete = args.max_paused_checkpoints is not None
+        delete = args.max_kept_paused is not None
     backend = LocalBackend(entry_point=str(ENTRY_POINT), delete_checkpoints=delete)
     scheduler = build_scheduler(
         args,
         config_space,
         budget_step=args.budget_step,
         candidates=CandidateOptions(num_candidates=args.num_candidates, num_initial_random=args.num_initial_random),
-        restart_on_lost_checkpoint=args.restart_on_lost_checkpoint,
+        restart_if_lost=args.restart_if_lost,
     )
     store = StoreResultsCallback()
     log = SegmentLog(backend)

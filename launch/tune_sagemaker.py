@@ -114,7 +114,7 @@ def build_backend(args: argparse.Namespace, **overrides: Any):
 
     delete = args.delete_checkpoints
     if delete is None:
-        delete = args.max_paused_checkpoints is not None
+        delete = args.max_kept_paused is not None
     kwargs: dict[str, Any] = dict(
         entry_point=ENTRY_POINT,
         source_dir=str(LAUNCH_DIR),

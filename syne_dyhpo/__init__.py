@@ -23,6 +23,7 @@ __version__ = "1.0.0"
 _PUBLIC = {
     "CandidateOptions": "syne_dyhpo.core.candidates",
     "IncumbentCompletion": "syne_dyhpo.core.completion",
+    "PausedCheckpoints": "syne_dyhpo.core.checkpoints",
     "SuccessiveHalvingPromotion": "syne_dyhpo.core.promotion",
     "DeepKernelGPConfig": "syne_dyhpo.surrogates.deep_kernel_gp",
     "DeepPowerLaw": "syne_dyhpo.methods.deep_power_law",

@@ -26,7 +26,7 @@ One trial, many jobs:
   read are kept.
 
 Checkpoints (``delete_checkpoints=True``): S3 checkpoints are deleted for the trials the
-scheduler retires (``max_paused_checkpoints``; its callback, which the Tuner adds when
+scheduler retires (``PausedCheckpoints.max_kept``; its callback, which the Tuner adds when
 the backend has ``delete_checkpoints=True``, calls :meth:`SageMakerBackend.delete_checkpoint`)
 and, by Syne Tune's semantics (``TrialBackend.stop_trial``), for trials the Tuner stops
 while their job still runs (the scheduler's STOP: finished at ``max_t``, diverged,

@@ -37,7 +37,7 @@ class Decision:
     :param trial_id: the trial to resume (RESUME)
     :param config: the configuration to start (START)
     :param retire: paused trials ranked hopeless by this decision (see
-        ``max_paused_checkpoints``): never to be resumed
+        ``PausedCheckpoints.max_kept``): never to be resumed
     """
 
     kind: DecisionKind
@@ -70,7 +70,8 @@ class DecisionMaker:
     :param completion: the incumbent completion's settings (None: none, the papers); its state
         is this decision maker's own (:attr:`completion`)
     :param promotion: successive-halving promotion (None: none, the papers)
-    :param max_paused_checkpoints: most paused trials kept resumable (None: all)
+    :param max_kept_paused: most paused trials kept resumable (None: all;
+        ``PausedCheckpoints.max_kept``)
     """
 
     def __init__(
@@ -84,7 +85,7 @@ class DecisionMaker:
         candidates: CandidateOptions,
         completion: IncumbentCompletion | None,
         promotion: SuccessiveHalvingPromotion | None,
-        max_paused_checkpoints: int | None,
+        max_kept_paused: int | None,
     ):
         self.policy = policy
         self.observations = observations
@@ -93,7 +94,7 @@ class DecisionMaker:
         self.random_seed = random_seed
         self.candidates = candidates
         self.promotion = promotion
-        self.max_paused_checkpoints = max_paused_checkpoints
+        self.max_kept_paused = max_kept_paused
         #: the completion of this run (settings and state), None without one
         self.completion: CompletionRun | None = (
             None if completion is None else CompletionRun(completion, observations)
@@ -198,12 +199,12 @@ class DecisionMaker:
         return self.rng.uniform(size=num)
 
     def _hopeless(self, records: list[TrialRecord], values: np.ndarray, keep: TrialRecord | None) -> tuple[int, ...]:
-        """Paused trials beyond ``max_paused_checkpoints``, lowest acquisition value first."""
-        if self.max_paused_checkpoints is None:
+        """Paused trials beyond ``PausedCheckpoints.max_kept``, lowest acquisition value first."""
+        if self.max_kept_paused is None:
             return ()
         # the reporting trial (still running) is paused too unless it wins: it counts
         losers = [(v, r) for v, r in zip(values, records) if r is not keep]
-        excess = len(losers) + (keep is not None) - self.max_paused_checkpoints
+        excess = len(losers) + (keep is not None) - self.max_kept_paused
         return tuple(r.trial_id for _, r in sorted(losers, key=lambda p: p[0])[: max(excess, 0)])
 
     def metadata(self) -> dict[str, Any]:

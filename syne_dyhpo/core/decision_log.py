@@ -69,7 +69,7 @@ REASONS = {
     "diverged": "the trial reported NaN or inf",
     "lost_checkpoint": "the trial restarted at epoch 1 after a resume (its checkpoint was lost)",
     "failed": "the trial's job failed",
-    "retired": "ranked hopeless (max_paused_checkpoints): never resumed",
+    "retired": "ranked hopeless (PausedCheckpoints.max_kept): never resumed",
     "restored": "restored after Tuner.load: resumable again",
     "archived": "started after the last save of the loaded tuner: results kept, never resumed",
     "nothing_left": "no paused trial and no new configuration left",

@@ -40,6 +40,7 @@ from syne_tune.tuner_callback import TunerCallback
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.candidates import CandidateOptions
+from syne_dyhpo.core.checkpoints import PausedCheckpoints
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
@@ -91,15 +92,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         ``max_t`` instead and a winning trial just continues: Syne Tune's Tuner never asks
         again after a ``suggest()`` that found nothing to run, so trials whose jobs stop at
         every segment end could otherwise be left paused for good
-    :param max_paused_checkpoints: optional cap on the number of paused trials whose
-        checkpoints are kept. After each decision, paused trials beyond the cap with the lowest
-        acquisition values are *retired*: never resumed again, and their checkpoints deleted
-        (with a backend created with ``delete_checkpoints=True``, which also deletes checkpoints
-        of stopped trials). None (default) keeps every paused trial resumable
-    :param restart_on_lost_checkpoint: what to do when a resumed trial reports epoch 1 again
-        (its checkpoint was missing or unreadable and the script started over): False
-        (default) marks it failed and stops it; True keeps its earlier curve as an archived,
-        never-resumed record and lets the trial continue from scratch
+    :param checkpoints: housekeeping of paused trials' checkpoints
+        (:class:`~syne_dyhpo.core.checkpoints.PausedCheckpoints`): an optional cap on the
+        paused trials kept resumable (the others, ranked lowest by the acquisition, are retired
+        and their checkpoints deleted), and whether a resumed trial that lost its checkpoint is
+        failed or restarted from scratch. Defaults to ``PausedCheckpoints()``: every paused
+        trial kept, a lost checkpoint fails its trial
     :param promotion: successive-halving promotions tried before consulting the surrogate
         (:class:`~syne_dyhpo.core.promotion.SuccessiveHalvingPromotion`; Syne Tune's former
         DyHPO used one with probability 0.25). Defaults to None (the papers)
@@ -130,8 +128,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         budget_step: int = 1,
         candidates: CandidateOptions = CandidateOptions(),
         max_resource_attr: str | None = None,
-        max_paused_checkpoints: int | None = None,
-        restart_on_lost_checkpoint: bool = False,
+        checkpoints: PausedCheckpoints = PausedCheckpoints(),
         promotion: SuccessiveHalvingPromotion | None = None,
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
@@ -155,7 +152,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         _check_type("candidates", candidates, CandidateOptions)
         _check_type("completion", completion, IncumbentCompletion, allow_none=True)
         _check_type("promotion", promotion, SuccessiveHalvingPromotion, allow_none=True)
-        max_paused_checkpoints = checked_integer("max_paused_checkpoints", max_paused_checkpoints, 1, allow_none=True)
+        _check_type("checkpoints", checkpoints, PausedCheckpoints)
         self.config_space = config_space
         self.metric = metric
         self.do_minimize = bool(do_minimize)
@@ -168,7 +165,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         #: configurations offered again at the next decision, their keys and encodings
         self._kept: tuple[list[dict[str, Any]], list[tuple], np.ndarray] | None = None
         self.max_resource_attr = max_resource_attr
-        self.max_paused_checkpoints = max_paused_checkpoints
+        self.checkpoints = checkpoints
         self.policy = policy
         self._encoder = ConfigEncoder(config_space)
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
@@ -179,7 +176,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._lifecycle = TrialLifecycle(
             self._obs,
             budget_step=self.budget_step,
-            restart_on_lost_checkpoint=restart_on_lost_checkpoint,
+            restart_if_lost=checkpoints.restart_if_lost,
             max_resource_attr=max_resource_attr,
         )
         self._decider = DecisionMaker(
@@ -191,7 +188,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             candidates=candidates,
             completion=completion,
             promotion=promotion,
-            max_paused_checkpoints=max_paused_checkpoints,
+            max_kept_paused=checkpoints.max_kept,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -297,7 +294,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
         """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
         Tuner when the backend has ``delete_checkpoints=True``)."""
-        return None if self.max_paused_checkpoints is None else _RetiredCheckpointRemoval(self)
+        return None if self.checkpoints.max_kept is None else _RetiredCheckpointRemoval(self)
 
     def pop_checkpoints_to_delete(self) -> list[int]:
         """Trial ids retired since the last call: their checkpoints can be deleted."""
@@ -321,7 +318,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "budget_step": self.budget_step,
             "candidates": self.candidates.metadata(),
             "max_resource_attr": self.max_resource_attr,
-            "max_paused_checkpoints": self.max_paused_checkpoints,
+            "checkpoints": self.checkpoints.metadata(),
             "random_seed": int(self.random_seed),
             "promotion": None if self.promotion is None else asdict(self.promotion),
             "completion": None if self.completion is None else asdict(self.completion),
@@ -623,7 +620,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
 
 
 class _RetiredCheckpointRemoval(TunerCallback):
-    """Deletes the checkpoints of trials the scheduler retired (see ``max_paused_checkpoints``)."""
+    """Deletes the checkpoints of trials the scheduler retired (see ``PausedCheckpoints.max_kept``)."""
 
     def __init__(self, scheduler: FreezeThawScheduler):
         self._scheduler = scheduler

@@ -49,7 +49,7 @@ class TrialLifecycle:
 
     :param observations: the curves and records of all trials
     :param budget_step: epochs per segment (per decision)
-    :param restart_on_lost_checkpoint: what a resumed trial that reports epoch 1 again (its
+    :param restart_if_lost: what a resumed trial that reports epoch 1 again (its
         checkpoint was missing or unreadable, the script started over) becomes: False marks it
         failed; True archives its earlier curve and lets it continue from scratch
     :param max_resource_attr: the scheduler's ``max_resource_attr`` (None: jobs are not told
@@ -64,13 +64,13 @@ class TrialLifecycle:
         self,
         observations: Observations,
         budget_step: int,
-        restart_on_lost_checkpoint: bool = False,
+        restart_if_lost: bool = False,
         max_resource_attr: str | None = None,
     ):
         self.observations = observations
         self.max_t = observations.max_t
         self.budget_step = budget_step
-        self.restart_on_lost_checkpoint = restart_on_lost_checkpoint
+        self.restart_if_lost = restart_if_lost
         self.max_resource_attr = max_resource_attr
         self._resumed: set[int] = set()  # resumed, no new report yet (lost-checkpoint detection)
 
@@ -191,11 +191,11 @@ class TrialLifecycle:
     def _on_restart(self, record: TrialRecord, value: float) -> ResultAction:
         """A resumed trial reported epoch 1: its checkpoint was lost and it started over."""
         tid = record.trial_id
-        if not self.restart_on_lost_checkpoint:
+        if not self.restart_if_lost:
             logger.warning(
                 f"trial_id {tid} was resumed after epoch {record.last_epoch} but reported epoch 1: "
                 "its checkpoint is missing or unreadable. Marked failed (pass "
-                "restart_on_lost_checkpoint=True to restart such trials from scratch)"
+                "checkpoints=PausedCheckpoints(restart_if_lost=True) to restart such trials from scratch)"
             )
             record.status = TrialStatus.FAILED
             return ResultAction.STOP

@@ -94,7 +94,7 @@ def test_do_minimize_must_be_a_bool(do_minimize):
 @pytest.mark.parametrize(
     "argument, value, expected",
     [
-        ("max_paused_checkpoints", 0, "an integer >= 1 or None"),
+        ("checkpoints", {"max_kept": 2}, "a PausedCheckpoints"),
         ("candidates", {"num_candidates": 8}, "a CandidateOptions"),
         ("promotion", 0.25, "a SuccessiveHalvingPromotion or None"),
         ("completion", False, "an IncumbentCompletion or None"),

@@ -10,7 +10,7 @@ from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, one_epoch_per_decision
-from syne_dyhpo import CandidateOptions, DyHPO, IncumbentCompletion, SuccessiveHalvingPromotion
+from syne_dyhpo import CandidateOptions, DyHPO, IncumbentCompletion, PausedCheckpoints, SuccessiveHalvingPromotion
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -237,9 +237,10 @@ def test_metadata_json_and_pickle_after_real_fits():
     assert clone.observations.num_observations == s.observations.num_observations
 
 
-def test_max_paused_checkpoints_retires_lowest_ranked_and_never_resumes_them():
+def test_paused_checkpoints_max_kept_retires_lowest_ranked_and_never_resumes_them():
     # each trial's score is its id; new configs score 100 so every decision pauses the reporter
-    s = make(lambda tid, c: 100.0 if tid is None else float(tid), max_paused_checkpoints=2, configs=TABLE[:5])
+    s = make(lambda tid, c: 100.0 if tid is None else float(tid), checkpoints=PausedCheckpoints(max_kept=2),
+             configs=TABLE[:5])
     trials = []
     for tid in range(4):
         trial = start(s, tid)
@@ -263,7 +264,7 @@ def test_lost_checkpoint_fails_trial_by_default_and_restarts_on_request():
     for restart in (False, True):
         prefer = {"winner": 0}
         s = make(lambda tid, c: 5.0 if tid == prefer["winner"] else (1.0 if tid is None else 0.0), max_t=10,
-                 num_initial_random=2, restart_on_lost_checkpoint=restart)
+                 num_initial_random=2, checkpoints=PausedCheckpoints(restart_if_lost=restart))
         t0, t1 = start(s, 0), start(s, 1)
         for e in (1, 2, 3):
             report(s, t0, e, 1.0 / e)
@@ -292,7 +293,7 @@ def test_lost_checkpoint_restart_with_max_resource_attr_runs_to_configured_segme
     # only then; pausing it at epoch 2 kills a job whose checkpoint may already be past 2,
     # so the next resume would find nothing to do and the trial would silently "complete".
     s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
-             restart_on_lost_checkpoint=True)
+             checkpoints=PausedCheckpoints(restart_if_lost=True))
     sug = s.suggest()
     t0 = make_trial(0, sug.config)
     s.on_trial_add(t0)
@@ -319,7 +320,7 @@ def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
     # continuation of the old curve.
     for restart in (False, True):
         s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
-                 restart_on_lost_checkpoint=restart)
+                 checkpoints=PausedCheckpoints(restart_if_lost=restart))
         sug = s.suggest()
         t0 = make_trial(0, sug.config)
         s.on_trial_add(t0)
@@ -481,6 +482,22 @@ def test_candidate_options_are_checked_naming_the_field_and_value():
         CandidateOptions(configs={"x": 0.5})
     with pytest.raises(ValueError, match="candidates must be a CandidateOptions, got 256"):
         make(lambda tid, c: 0.0, candidates=256)
+
+
+def test_paused_checkpoints_are_checked_naming_the_field_and_value():
+    for value in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match=re.escape(f"PausedCheckpoints.max_kept must be an integer >= 1 or None, got {value!r}")):
+            PausedCheckpoints(max_kept=value)
+    for value in ("yes", 1, None):
+        with pytest.raises(ValueError, match=re.escape(f"PausedCheckpoints.restart_if_lost must be True or False, got {value!r}")):
+            PausedCheckpoints(restart_if_lost=value)
+    settings = PausedCheckpoints(max_kept=np.int64(3), restart_if_lost=np.True_)
+    assert (settings.max_kept, settings.restart_if_lost) == (3, True)
+    assert type(settings.max_kept) is int and type(settings.restart_if_lost) is bool
+    with pytest.raises(ValueError, match="checkpoints must be a PausedCheckpoints, got 2"):
+        make(lambda tid, c: 0.0, checkpoints=2)
+    # the default keeps every paused trial and registers no checkpoint removal
+    assert make(lambda tid, c: 0.0).callback_for_checkpoint_removal(None) is None
 
 
 def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
