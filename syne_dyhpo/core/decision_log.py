@@ -329,17 +329,17 @@ def run_info(scheduler, backend=None) -> dict[str, Any]:
 
 
 def probe(decider, policy) -> tuple:
-    """The counters of the decision maker and its policy before a decision (see :func:`explain`;
-    a policy other than :class:`~syne_dyhpo.core.policy.SurrogatePolicy` may have none)."""
+    """The counters of the decision maker and its policy (a
+    :class:`~syne_dyhpo.core.policy.SurrogatePolicy`) before a decision (see :func:`explain`)."""
     return (
         decider.num_decisions,
         decider.num_fallbacks,
         0 if decider.completion is None else decider.completion.num_completions,
         decider.num_sh_promotions,
-        getattr(policy, "num_full_fits", 0),
-        getattr(policy, "num_rescales", 0),
-        getattr(policy, "num_refines", 0),
-        getattr(policy, "_size_at_fit", 0),
+        policy.num_full_fits,
+        policy.num_rescales,
+        policy.num_refines,
+        policy.fitted_rows,
     )
 
 
@@ -396,6 +396,8 @@ def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str
     made for the winner (the model is not asked again: no cost, no side effect on its caches)."""
     import numpy as np
 
+    from syne_dyhpo.core.policy import FittedModel
+
     model, candidates, values = scored
     if decision.kind.value == "resume":
         i = candidates.trial_ids.index(decision.trial_id)
@@ -404,10 +406,10 @@ def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str
     fields: dict[str, Any] = {"acquisition": float(values[i]), "next_epoch": int(candidates.budget[i])}
     if len(values) > 1:
         fields["runner_up"] = float(np.max(np.delete(values, i)))
-    prediction = getattr(model, "prediction", None)
-    if prediction is None or not hasattr(model, "transform"):
+    # a policy's fit may return another model (tests' doubles): it has no prediction to show
+    if not isinstance(model, FittedModel) or model.prediction is None:
         return fields
-    budgets, mean, std = prediction
+    budgets, mean, std = model.prediction
     transform = model.transform
 
     def raw(m: float, s: float) -> tuple[float, float]:

@@ -183,6 +183,11 @@ class FittedModel:
         self.surrogate = surrogate
         self.transform = transform
         self.pending = pending
+        #: what the acquisition last predicted with this model: the budgets it asked for and
+        #: the posterior mean and standard deviation of the normalised score of each
+        #: candidate there, ``(budgets, mean, std)``; None until an acquisition has scored
+        #: candidates. The decision log reads the winner's prediction from it
+        self.prediction: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score of each candidate at
@@ -223,6 +228,18 @@ class SurrogatePolicy:
         :data:`NORMALISATION_SCORES` (see :meth:`transform_scores`)
     """
 
+    # the counters of the fits so far (the decision log tells each decision's fit by them),
+    # declared here so that a subclass that makes no fits reports none
+    #: fits from scratch (new outcome transform, surrogate trained anew)
+    num_full_fits: int = 0
+    #: refinements (the surrogate trained further from its current state)
+    num_refines: int = 0
+    #: refinements due to a misfit of the rows conditioned on (``FitSchedule.refine_on_misfit``)
+    num_misfit_refines: int = 0
+    #: rescales (new outcome transform, surrogate rescaled to it and refined)
+    num_rescales: int = 0
+    _size_at_fit: int = -1
+
     def __init__(
         self,
         surrogate: Surrogate,
@@ -256,6 +273,12 @@ class SurrogatePolicy:
         self.num_refines = 0
         self.num_misfit_refines = 0
         self.num_rescales = 0
+
+    @property
+    def fitted_rows(self) -> int:
+        """Observations the surrogate was last fitted or conditioned on (-1: none yet); it
+        changes with every fit that saw new observations."""
+        return self._size_at_fit
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -352,7 +375,7 @@ class SurrogatePolicy:
         with torch_threads(self.num_threads):
             values = self.acquisition(scored, observations)(candidates)
         # the acquisition's prediction (the decision log reads it from the fitted model)
-        model.prediction = getattr(scored, "prediction", None)
+        model.prediction = scored.prediction
         return values
 
     def _misfit(self) -> bool:

@@ -96,6 +96,20 @@ def test_dyhpo_acquisition_uses_per_budget_incumbent():
     assert ei[0] > ei[1] == pytest.approx(ei[2])
 
 
+def test_the_fitted_model_keeps_what_the_acquisition_last_predicted():
+    obs = observations_two_trials()
+    model = fixed_model([0.75, 0.65], [0.1, 0.2])
+    assert model.prediction is None  # nothing scored yet
+    policy = SurrogatePolicy(model.surrogate, MaxBudgetLogEI.from_observations, FitSchedule(refine_every=1))
+    policy.score(model, candidates([1, 2]), obs)
+    budgets, mean, std = model.prediction
+    # Deep Power Law's acquisition asks at max_t for every candidate (the decision log's
+    # pred_mean_max_t), DyHPO's at each candidate's next budget
+    assert budgets.tolist() == [4, 4] and mean.tolist() == [0.75, 0.65] and std.tolist() == [0.1, 0.2]
+    MultiFidelityLogEI.from_observations(model, obs)(candidates([1, 3]))
+    assert model.prediction[0].tolist() == [1, 3]
+
+
 def test_dyhpo_acquisition_minimising_flips_direction():
     obs = Observations(max_t=4, do_minimize=True)
     obs.add_trial(0, {}, np.zeros(1))
