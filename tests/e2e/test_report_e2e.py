@@ -20,6 +20,7 @@ import pandas as pd
 import pytest
 from syne_tune import Tuner
 from syne_tune.backend import LocalBackend
+from syne_tune.backend.trial_status import Status
 from syne_tune.config_space import uniform
 from syne_tune.results_callback import StoreResultsCallback
 
@@ -113,9 +114,12 @@ def test_report_of_a_local_backend_run(in_tmp):
     tuner.run()
     results = tuner.callbacks[0].dataframe()
     configs = {t: float(tuner.trial_backend._trial_dict[t].config["x"]) for t in tuner.trial_backend.trial_ids}
-    crashed = [t for t, x in configs.items() if x < 0.02]
+    # the crashing region's trials whose failure Syne Tune saw: one sampled there late may still
+    # be starting when the run stops (it is stopped, not failed)
+    seen = tuner.tuning_status.last_trial_status_seen
+    crashed = [t for t, x in configs.items() if x < 0.02 and seen.get(t) == Status.failed]
     diverged = [t for t, x in configs.items() if x > 0.98]
-    assert crashed and diverged, f"precondition: the planted trials reported ({configs})"
+    assert 1 in crashed and diverged, f"precondition: the planted trials reported ({configs}, {seen})"
 
     report = make_report(tuner.tuner_path)
 
