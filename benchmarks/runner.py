@@ -34,6 +34,7 @@ from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
+from syne_dyhpo.core.depth_gate import DepthGate
 from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
@@ -111,6 +112,10 @@ PRESETS: dict[str, Callable[..., TrialScheduler]] = {
 #: setting, every other default kept
 NO_COMPLETION: dict[str, Any] = {"completion": None}
 
+#: Our methods with the depth gate (not in the papers, off by default): the study of whether
+#: it should be on
+DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
+
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -121,6 +126,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw": ("DeepPowerLaw", {}),
     "DyHPO-no-completion": ("DyHPO", NO_COMPLETION),
     "DeepPowerLaw-no-completion": ("DeepPowerLaw", NO_COMPLETION),
+    "DyHPO-depth-gate": ("DyHPO", DEPTH_GATE),
+    "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
 }
 
 

@@ -22,6 +22,7 @@ __version__ = "1.0.0"
 
 _PUBLIC = {
     "CandidateOptions": "syne_dyhpo.core.candidates",
+    "DepthGate": "syne_dyhpo.core.depth_gate",
     "IncumbentCompletion": "syne_dyhpo.core.completion",
     "PausedCheckpoints": "syne_dyhpo.core.checkpoints",
     "SuccessiveHalvingPromotion": "syne_dyhpo.core.promotion",

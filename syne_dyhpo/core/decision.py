@@ -17,6 +17,7 @@ import numpy as np
 
 from syne_dyhpo.core.candidates import CandidateOptions, make_candidates
 from syne_dyhpo.core.completion import CompletionRun, IncumbentCompletion
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.observations import Observations, TrialRecord
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
@@ -70,6 +71,8 @@ class DecisionMaker:
     :param completion: the incumbent completion's settings (None: none, the papers); its state
         is this decision maker's own (:attr:`completion`)
     :param promotion: successive-halving promotion (None: none, the papers)
+    :param depth_gate: narrows the trials that may get the next segment to those in contention
+        at their epochs, for the completion and the acquisition (None: none, the papers)
     :param max_kept_paused: most paused trials kept resumable (None: all;
         ``PausedCheckpoints.max_kept``)
     """
@@ -86,6 +89,7 @@ class DecisionMaker:
         completion: IncumbentCompletion | None,
         promotion: SuccessiveHalvingPromotion | None,
         max_kept_paused: int | None,
+        depth_gate: DepthGate | None = None,
     ):
         self.policy = policy
         self.observations = observations
@@ -95,6 +99,7 @@ class DecisionMaker:
         self.candidates = candidates
         self.promotion = promotion
         self.max_kept_paused = max_kept_paused
+        self.depth_gate = depth_gate
         #: the completion of this run (settings and state), None without one
         self.completion: CompletionRun | None = (
             None if completion is None else CompletionRun(completion, observations)
@@ -139,6 +144,10 @@ class DecisionMaker:
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
             return Decision.resume(records[self.rng.randint(len(records))].trial_id)
+        if self.depth_gate is not None:
+            in_contention = self.depth_gate.in_contention(records, self.observations)
+            if in_contention or new_configs:
+                records = in_contention
         champion = None if self.completion is None else self.completion.choose(records, num_workers)
         if champion is not None:
             return Decision.resume(champion.trial_id)

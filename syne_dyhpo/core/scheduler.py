@@ -42,6 +42,7 @@ from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.checkpoints import PausedCheckpoints
 from syne_dyhpo.core.completion import IncumbentCompletion
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -112,6 +113,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         to ``max_t``. Its settings are read, never changed: one object may be passed to
         several schedulers. Defaults to ``IncumbentCompletion()``; None is the papers (no
         completion)
+    :param depth_gate: narrows the trials that may get a further segment, from the completion
+        or the acquisition, to those whose value at their last epoch ranks in contention among
+        all values reported at that epoch (:class:`~syne_dyhpo.core.depth_gate.DepthGate`).
+        Defaults to None (the papers: every paused trial is a candidate)
     :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
         experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
         True
@@ -133,6 +138,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         completion: IncumbentCompletion | None = IncumbentCompletion(),
+        depth_gate: DepthGate | None = None,
         log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
@@ -152,6 +158,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         _check_type("candidates", candidates, CandidateOptions)
         _check_type("completion", completion, IncumbentCompletion, allow_none=True)
         _check_type("promotion", promotion, SuccessiveHalvingPromotion, allow_none=True)
+        _check_type("depth_gate", depth_gate, DepthGate, allow_none=True)
         _check_type("checkpoints", checkpoints, PausedCheckpoints)
         self.config_space = config_space
         self.metric = metric
@@ -162,6 +169,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.candidates = candidates
         self.completion = completion
         self.promotion = promotion
+        self.depth_gate = depth_gate
         #: configurations offered again at the next decision, their keys and encodings
         self._kept: tuple[list[dict[str, Any]], list[tuple], np.ndarray] | None = None
         self.max_resource_attr = max_resource_attr
@@ -189,6 +197,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             completion=completion,
             promotion=promotion,
             max_kept_paused=checkpoints.max_kept,
+            depth_gate=depth_gate,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -322,6 +331,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "random_seed": int(self.random_seed),
             "promotion": None if self.promotion is None else asdict(self.promotion),
             "completion": None if self.completion is None else asdict(self.completion),
+            "depth_gate": None if self.depth_gate is None else asdict(self.depth_gate),
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
