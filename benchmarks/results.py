@@ -4,8 +4,8 @@
         [--out benchmarks/RESULTS.md] [--figures benchmarks/figures]
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
-``run.json`` and ``results.csv.gz`` of each, :mod:`benchmarks.runner`): the same runs give the
-same file. A partial folder (a grid still running) is reported as far as it goes, and the
+``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
+:mod:`benchmarks.runner`): the same runs give the same file. A partial folder (a grid still running) is reported as far as it goes, and the
 section "Runs" says which cells are incomplete. LCBench's two data folders (``lcbench``,
 ``lcbench-extra``) are one family in every table and figure.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.depth import depth_per_run
 from benchmarks.report import (
     FRACTIONS,
     REFERENCES,
@@ -339,6 +340,34 @@ def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param depth: :func:`benchmarks.depth.depth_per_run` with families as ``benchmark``
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark`` (the
+        finished runs, for the coverage)
+    :return: Per (family, workers, method) with a decision log: ``runs`` (runs with a log /
+        finished runs), mean share of the run's epochs the completion gave
+        (``completion``), and gave to trials other than the best trained one
+        (``completion, not the best trained``)
+    """
+    cols = ["family", "workers", "method", "runs", "completion", "completion, not the best trained"]
+    if depth.empty:
+        return pd.DataFrame(columns=cols)
+    finished = long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"])
+    finished = finished.groupby(["benchmark", "n_workers", "method"]).size()
+    rows = []
+    for (family, n_workers), g in depth.groupby(["benchmark", "n_workers"], sort=True):
+        for m in method_order(g["method"].unique(), OURS, REFERENCES):
+            gm = g[g["method"] == m]
+            rows.append({
+                "family": family, "workers": n_workers, "method": m,
+                "runs": f"{len(gm)}/{finished.get((family, n_workers, m), len(gm))}",
+                "completion": _fmt(gm["completion_share"].mean()),
+                "completion, not the best trained": _fmt(gm["elsewhere_share"].mean()),
+            })
+    return pd.DataFrame(rows, columns=cols)
+
+
 def speed_table(long: pd.DataFrame) -> pd.DataFrame:
     """
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
@@ -381,8 +410,13 @@ def render(
     figures: Sequence[Path],
     out: Path,
     command: str,
+    depth: pd.DataFrame | None = None,
 ) -> str:
-    """The markdown of RESULTS.md (see :func:`main`)."""
+    """The markdown of RESULTS.md (see :func:`main`).
+
+    :param depth: :func:`benchmarks.depth.depth_per_run` of ``results_dir`` with families as
+        ``benchmark`` (None: no runs with a decision log)
+    """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
     protocol = PROTOCOL.format(
@@ -432,6 +466,8 @@ def render(
                 + to_markdown(leave_one_task_out(long, default, variant))
             )
     worst = worst_tasks(long)
+    depth = depth if depth is not None else pd.DataFrame(columns=["benchmark"])
+    n_logged = len(depth)
     parts += [
         "## Worst task",
         "Per method and regret: the task with the largest ratio of its mean regret at 100 % of "
@@ -439,6 +475,15 @@ def render(
         "task), with the two means (inf: the reference's mean is 0), and the tasks where the "
         f"ratio is over {RATIO_LIMIT:g} / the tasks compared.\n\n"
         + (to_markdown(worst) if not worst.empty else "(no references)"),
+        "## Depth: the completion's share of the budget",
+        f"From the decision logs (`decision_log.csv`) of {n_logged} of the {n_runs} runs (runs made "
+        "before the runner kept the log, and methods without one, are not covered; runs: with a "
+        "log / finished). Mean over runs of the share of the run's epochs trained in segments "
+        "the incumbent completion gave (`reason` completion), and of the share it gave to trials "
+        "other than the best trained configuration at the end of the run (the best value at "
+        "`max_t`; every completion epoch counts there when no trial reached `max_t`); "
+        "definitions in `benchmarks/depth.py`.\n\n"
+        + (to_markdown(depth_table(depth, long)) if n_logged else "(no run with a decision log)"),
         "## Speed",
         "Mean wall seconds spent inside the scheduler's calls per run (`scheduler_seconds` of "
         "`run.json`: simulated runs charge no compute, this is measured apart; it depends on "
@@ -468,7 +513,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command += f" --figures {args.figures}" if args.figures else " --figures ''"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command))
+    depth = depth_per_run(args.results_dir)
+    depth["benchmark"] = depth["benchmark"].map(family_of)
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 
