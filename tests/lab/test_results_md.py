@@ -156,3 +156,18 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
     assert results.main(argv) == 0 and out.read_text() == text  # the same runs, the same file
     with pytest.raises(SystemExit):
         results.main([str(tmp_path / "data")])  # no runs there
+
+
+def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeypatch, tmp_path):
+    monkeypatch.setattr(results, "DEVIATIONS", (
+        ("DyHPO", "DyHPO-no-completion", "the completion off"), ("DyHPO", "DyHPO-cap", "a cap")))
+    rows = _rows("LCBench", 1, "DyHPO-cap", [0.2, 0.2, 0.2, 0.0, 0.0, 0.0], trained=0.4)
+    text = results.render("runs", [], pd.concat([long, pd.DataFrame(rows)]), [], tmp_path / "R.md", "cmd")
+    section = text.split("## DyHPO against DyHPO-cap")[1].split("\n## ")[0]
+    # DyHPO 0.1025 (mean of 0.100-0.105) against 0.1: the variant; without t2 (DyHPO 0.104
+    # against 0 there) DyHPO's 0.101 on t1 against 0.2
+    assert "| LCBench | 1 | anytime | DyHPO-cap (0.102 / 0.100) | 1/2 | t2 (DyHPO) |" in section
+    assert "| LCBench | 1 | fully-trained | tie (0.400 / 0.400) | 2/2 | - |" in section
+    # without t1, the two tie on t2 (the same regrets within TIE_TOLERANCE)
+    assert "| LCBench | 1 | anytime | DyHPO (0.102 / 0.202) | 1/2 | t1 (tie) |" in text
+    assert "(no run with a decision log)" in text
