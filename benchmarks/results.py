@@ -4,8 +4,8 @@
         [--out benchmarks/RESULTS.md] [--figures benchmarks/figures]
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
-``run.json`` and ``results.csv.gz`` of each, :mod:`benchmarks.runner`): the same runs give the
-same file. A partial folder (a grid still running) is reported as far as it goes, and the
+``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
+:mod:`benchmarks.runner`): the same runs give the same file. A partial folder (a grid still running) is reported as far as it goes, and the
 section "Runs" says which cells are incomplete. LCBench's two data folders (``lcbench``,
 ``lcbench-extra``) are one family in every table and figure.
 """
@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from benchmarks.depth import depth_per_run
 from benchmarks.report import (
     FRACTIONS,
     REFERENCES,
@@ -41,6 +42,10 @@ FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSe
 
 #: Our methods' defaults: the headline compares them with the better of :data:`REFERENCES`
 OURS = ("DyHPO", "DeepPowerLaw")
+
+#: The target per task: each of ours at most this multiple of the better reference's mean
+#: regret at the full budget, in both regrets (the worst-task view counts the tasks over it)
+RATIO_LIMIT = 1.5
 
 #: Named deviations from the papers measured: (our default, the variant with the papers'
 #: setting, what the variant changes)
@@ -232,14 +237,75 @@ def deviation_tests(long: pd.DataFrame, default: str, variant: str) -> pd.DataFr
     return pd.DataFrame(rows)
 
 
-def worst_tasks(long: pd.DataFrame) -> pd.DataFrame:
+def _choice(pairs: pd.DataFrame, default: str, variant: str) -> str:
+    """The one of ``default`` and ``variant`` with the lower mean regret over ``pairs``;
+    "tie" when the means differ by at most :data:`~benchmarks.report.TIE_TOLERANCE`."""
+    diff = pairs[default].mean() - pairs[variant].mean()
+    return "tie" if abs(diff) <= TIE_TOLERANCE else (default if diff < 0 else variant)
+
+
+def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.DataFrame:
     """
-    Per (family, workers, method of ours): the task where its mean regret at the full budget is
-    the largest multiple of the better reference's there (the lower of the references' means on
-    that task), for both regrets. A ratio to a reference mean of 0 is inf (0 / 0: 1).
+    Whether the choice between a default and its variant holds with each task left out. Per
+    (family, workers, regret kind) at the full budget: the choice on all tasks is the method
+    with the lower mean regret over the paired (task, seed) runs ("tie" on equal means); then
+    the same choice is made on the pairs of the other tasks, for each task in turn.
 
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
-    :return: Columns family, workers, method, then ``ratio (task)`` per regret kind
+    :param default: Our default
+    :param variant: The same with one setting changed
+    :return: Columns family, workers, regret, ``chosen on all`` (``method (default mean /
+        variant mean)``), ``same with each task left out`` (``k/n``, n = tasks compared) and
+        ``flipped by`` (the tasks whose removal changes the choice, with the choice then;
+        "-" if none); a family with a single task has n = 0
+    """
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    rows = []
+    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
+        for col, kind in REGRET_KINDS.items():
+            pairs = _pairs(g, default, variant, col)
+            if pairs.empty:
+                continue
+            chosen = _choice(pairs, default, variant)
+            task_of = pairs.index.get_level_values("task")
+            tasks = sorted(set(task_of))
+            flips, compared = [], 0
+            for task in tasks:
+                rest = pairs[task_of != task]
+                if rest.empty:  # a single task: nothing left to choose on
+                    continue
+                compared += 1
+                choice = _choice(rest, default, variant)
+                if choice != chosen:
+                    flips.append(f"{task} ({choice})")
+            rows.append({
+                "family": family, "workers": n_workers, "regret": kind,
+                "chosen on all": f"{chosen} ({pairs[default].mean():.3f} / {pairs[variant].mean():.3f})",
+                "same with each task left out": f"{compared - len(flips)}/{compared}",
+                "flipped by": ", ".join(flips) if flips else "-",
+            })
+    return pd.DataFrame(rows)
+
+
+def _ratio(mine: float, ref: float) -> float:
+    """``mine / ref``; inf for ``ref == 0 < mine``, 1 for 0 / 0."""
+    return mine / ref if ref > 0 else (np.inf if mine > 0 else 1.0)
+
+
+def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:
+    """
+    Per (family, workers, method of ours), for both regrets at the full budget: the task where
+    its mean regret is the largest multiple of the better reference's there (the lower of the
+    references' means on that task), with both means, and how many of the tasks compared are
+    over ``limit`` times the better reference's mean. A ratio to a reference mean of 0 is inf
+    (0 / 0: 1); of equal ratios (several inf), the task with the larger mean of the method is
+    the worst. A task is over when ``mean > limit * reference mean`` by more than
+    :data:`~benchmarks.report.TIE_TOLERANCE`.
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param limit: The ratio a task may reach (default :data:`RATIO_LIMIT`)
+    :return: Columns family, workers, method, then per regret kind ``KIND worst``
+        (``ratio x (task: mean vs reference mean)``) and ``KIND > LIMIT x`` (``over/compared``)
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
     means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
@@ -253,19 +319,53 @@ def worst_tasks(long: pd.DataFrame) -> pd.DataFrame:
                 continue
             row = {"family": family, "workers": n_workers, "method": m}
             for col, kind in REGRET_KINDS.items():
-                worst = None
+                worst, over, compared = None, 0, 0
                 for task in sorted(g[g["method"] == m]["task"].unique()):
                     ref_means = [means.loc[(family, n_workers, r, task), col]
                                  for r in refs if (family, n_workers, r, task) in means.index]
                     if not ref_means:
                         continue
                     mine, ref = means.loc[(family, n_workers, m, task), col], min(ref_means)
-                    ratio = mine / ref if ref > 0 else (np.inf if mine > 0 else 1.0)
-                    if worst is None or ratio > worst[0]:
-                        worst = (ratio, task)
-                row[kind] = "-" if worst is None else f"{worst[0]:.2f}x ({worst[1]})"
+                    ratio = _ratio(mine, ref)
+                    compared += 1
+                    over += int(mine - limit * ref > TIE_TOLERANCE)
+                    if worst is None or (ratio, mine) > (worst[0], worst[2]):
+                        worst = (ratio, task, mine, ref)
+                row[f"{kind} worst"] = (
+                    "-" if worst is None
+                    else f"{worst[0]:.2f}x ({worst[1]}: {_fmt(worst[2])} vs {_fmt(worst[3])})"
+                )
+                row[f"{kind} > {limit:g}x"] = f"{over}/{compared}" if compared else "-"
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param depth: :func:`benchmarks.depth.depth_per_run` with families as ``benchmark``
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark`` (the
+        finished runs, for the coverage)
+    :return: Per (family, workers, method) with a decision log: ``runs`` (runs with a log /
+        finished runs), mean share of the run's epochs the completion gave
+        (``completion``), and gave to trials other than the best trained one
+        (``completion, not the best trained``)
+    """
+    cols = ["family", "workers", "method", "runs", "completion", "completion, not the best trained"]
+    if depth.empty:
+        return pd.DataFrame(columns=cols)
+    finished = long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"])
+    finished = finished.groupby(["benchmark", "n_workers", "method"]).size()
+    rows = []
+    for (family, n_workers), g in depth.groupby(["benchmark", "n_workers"], sort=True):
+        for m in method_order(g["method"].unique(), OURS, REFERENCES):
+            gm = g[g["method"] == m]
+            rows.append({
+                "family": family, "workers": n_workers, "method": m,
+                "runs": f"{len(gm)}/{finished.get((family, n_workers, m), len(gm))}",
+                "completion": _fmt(gm["completion_share"].mean()),
+                "completion, not the best trained": _fmt(gm["elsewhere_share"].mean()),
+            })
+    return pd.DataFrame(rows, columns=cols)
 
 
 def speed_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -304,9 +404,19 @@ def write_figures(runs: Sequence[RunRecord], figures: Path) -> list[Path]:
 
 
 def render(
-    results_dir: str, runs: Sequence[RunRecord], long: pd.DataFrame, figures: Sequence[Path], out: Path, command: str
+    results_dir: str,
+    runs: Sequence[RunRecord],
+    long: pd.DataFrame,
+    figures: Sequence[Path],
+    out: Path,
+    command: str,
+    depth: pd.DataFrame | None = None,
 ) -> str:
-    """The markdown of RESULTS.md (see :func:`main`)."""
+    """The markdown of RESULTS.md (see :func:`main`).
+
+    :param depth: :func:`benchmarks.depth.depth_per_run` of ``results_dir`` with families as
+        ``benchmark`` (None: no runs with a decision log)
+    """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
     protocol = PROTOCOL.format(
@@ -347,12 +457,33 @@ def render(
             f"- {variant}) (negative: the default better), W/T/L for {default}, p of the paired "
             "test.\n\n" + (to_markdown(table) if not table.empty else f"(no runs of both {default} and {variant})"),
         ]
+        if not table.empty:
+            parts.append(
+                f"Leave one task out, at 100 %: the choice on all tasks (the lower mean regret over "
+                f"the pairs; {default} / {variant} means), then in how many of the family's tasks "
+                "the same choice is made on the other tasks' pairs when that task is left out, and "
+                "the tasks whose removal changes it (with the choice then).\n\n"
+                + to_markdown(leave_one_task_out(long, default, variant))
+            )
     worst = worst_tasks(long)
+    depth = depth if depth is not None else pd.DataFrame(columns=["benchmark"])
+    n_logged = len(depth)
     parts += [
         "## Worst task",
-        "Per method: the task with the largest ratio of its mean regret at 100 % of the budget to "
-        "the better reference's mean there (the lower of ASHA's and BOHB's on that task).\n\n"
+        "Per method and regret: the task with the largest ratio of its mean regret at 100 % of "
+        "the budget to the better reference's mean there (the lower of ASHA's and BOHB's on that "
+        "task), with the two means (inf: the reference's mean is 0), and the tasks where the "
+        f"ratio is over {RATIO_LIMIT:g} / the tasks compared.\n\n"
         + (to_markdown(worst) if not worst.empty else "(no references)"),
+        "## Depth: the completion's share of the budget",
+        f"From the decision logs (`decision_log.csv`) of {n_logged} of the {n_runs} runs (runs made "
+        "before the runner kept the log, and methods without one, are not covered; runs: with a "
+        "log / finished). Mean over runs of the share of the run's epochs trained in segments "
+        "the incumbent completion gave (`reason` completion), and of the share it gave to trials "
+        "other than the best trained configuration at the end of the run (the best value at "
+        "`max_t`; every completion epoch counts there when no trial reached `max_t`); "
+        "definitions in `benchmarks/depth.py`.\n\n"
+        + (to_markdown(depth_table(depth, long)) if n_logged else "(no run with a decision log)"),
         "## Speed",
         "Mean wall seconds spent inside the scheduler's calls per run (`scheduler_seconds` of "
         "`run.json`: simulated runs charge no compute, this is measured apart; it depends on "
@@ -382,7 +513,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     command += f" --figures {args.figures}" if args.figures else " --figures ''"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command))
+    depth = depth_per_run(args.results_dir)
+    depth["benchmark"] = depth["benchmark"].map(family_of)
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 

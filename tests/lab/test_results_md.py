@@ -62,9 +62,60 @@ def test_worst_task_is_the_largest_ratio_to_the_better_reference():
     rows += _rows("TaskSet", 4, "DeepPowerLaw", [0.1, 0.1, 0.1, 0.05, 0.05, 0.05], trained=0.1)
     table = results.worst_tasks(pd.DataFrame(rows)).set_index("method")
     # DyHPO: 0.5x on t1, 0 / 0 = 1 on t2; DeepPowerLaw: anything above a reference's 0 is inf
-    assert table.loc["DyHPO", "anytime"] == "1.00x (t2)"
-    assert table.loc["DeepPowerLaw", "anytime"] == "infx (t2)"
-    assert table.loc["DeepPowerLaw", "fully-trained"] == "infx (t2)"
+    assert table.loc["DyHPO", "anytime worst"] == "1.00x (t2: 0.000 vs 0.000)"
+    assert table.loc["DyHPO", "anytime > 1.5x"] == "0/2"
+    assert table.loc["DeepPowerLaw", "anytime worst"] == "infx (t2: 0.050 vs 0.000)"
+    assert table.loc["DeepPowerLaw", "fully-trained worst"] == "infx (t2: 0.100 vs 0.000)"
+    assert table.loc["DeepPowerLaw", "fully-trained > 1.5x"] == "1/2"
+
+
+def test_worst_task_counts_the_tasks_over_the_limit():
+    tasks, one = ("t1", "t2", "t3", "t4"), dict(tasks=("t1", "t2", "t3", "t4"), seeds=(0,))
+    rows = _rows("LCBench", 1, "ASHA", [0.2, 0.0, 0.1, 0.0], **one)
+    rows += _rows("LCBench", 1, "BOHB", [0.1, 0.02, 0.3, 0.0], **one)
+    # better reference per task: 0.1 (BOHB), 0, 0.1 (ASHA), 0
+    rows += _rows("LCBench", 1, "DyHPO", [0.15, 0.0, 0.16, 0.0], trained=[0.3, 0.0, 0.1, 0.0], **one)
+    rows += _rows("LCBench", 1, "DeepPowerLaw", [0.3, 0.01, 0.0, 0.02], **one)
+    rows += _rows("LCBench", 1, "RandomSearch", [0.9, 0.9, 0.9, 0.9], **one)  # not ours: no row
+    long = pd.DataFrame(rows)
+    assert len(tasks) == 4 and results.RATIO_LIMIT == 1.5
+    table = results.worst_tasks(long).set_index("method")
+    assert list(table.index) == ["DeepPowerLaw", "DyHPO"]
+    assert list(table.columns) == ["family", "workers", "anytime worst", "anytime > 1.5x",
+                                   "fully-trained worst", "fully-trained > 1.5x"]
+    # DyHPO: 1.5x exactly on t1 is not over, 1.6x on t3 is
+    assert table.loc["DyHPO", "anytime worst"] == "1.60x (t3: 0.160 vs 0.100)"
+    assert table.loc["DyHPO", "anytime > 1.5x"] == "1/4"
+    assert table.loc["DyHPO", "fully-trained worst"] == "3.00x (t1: 0.300 vs 0.100)"
+    assert table.loc["DyHPO", "fully-trained > 1.5x"] == "1/4"
+    # DeepPowerLaw: 3x on t1, inf on t2 and t4 (the larger mean, t4, is the worst), 0 on t3
+    assert table.loc["DeepPowerLaw", "anytime worst"] == "infx (t4: 0.020 vs 0.000)"
+    assert table.loc["DeepPowerLaw", "anytime > 1.5x"] == "3/4"
+    loose = results.worst_tasks(long, limit=3.0).set_index("method")
+    assert loose.loc["DeepPowerLaw", "anytime > 3x"] == "2/4"  # 3x exactly is not over
+    # a task without a reference run is not compared
+    partial = long[~((long["method"].isin(["ASHA", "BOHB"])) & (long["task"] == "t1"))]
+    assert results.worst_tasks(partial).set_index("method").loc["DyHPO", "anytime > 1.5x"] == "1/3"
+
+
+def test_leave_one_task_out_names_the_task_that_flips_the_choice():
+    one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
+    # per task, default / variant: t1 0.1 / 0.3, t2 0.2 / 0.1, t3 0.2 / 0.15 (seed 1 of t3: 0.25 / 0.10)
+    rows = _rows("LCBench", 4, "DyHPO", [0.1, 0.1, 0.2, 0.2, 0.15, 0.25], trained=0.4, **one)
+    rows += _rows("LCBench", 4, "DyHPO-cap", [0.3, 0.3, 0.1, 0.1, 0.2, 0.1], trained=0.4, **one)
+    rows += _rows("LCBench", 4, "DyHPO", 0.9, tasks=("t4",))  # no variant there: not paired
+    rows += _rows("TaskSet", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(0,))
+    rows += _rows("TaskSet", 1, "DyHPO-cap", 0.2, tasks=("t1",), seeds=(0,))
+    table = results.leave_one_task_out(pd.DataFrame(rows), "DyHPO", "DyHPO-cap")
+    assert list(table.columns) == ["family", "workers", "regret", "chosen on all",
+                                   "same with each task left out", "flipped by"]
+    rows = {(r.family, r.workers, r.regret): r for r in table.itertuples(index=False)}
+    anytime = rows[("LCBench", 4, "anytime")]
+    # all: 0.5 / 3 = 0.167 against 0.55 / 3 = 0.183; without t1: 0.2 against 0.125
+    assert anytime[3:] == ("DyHPO (0.167 / 0.183)", "2/3", "t1 (DyHPO-cap)")
+    assert rows[("LCBench", 4, "fully-trained")][3:] == ("tie (0.400 / 0.400)", "3/3", "-")
+    # a single task: nothing to leave out
+    assert rows[("TaskSet", 1, "anytime")][3:] == ("DyHPO (0.100 / 0.200)", "0/0", "-")
 
 
 def test_speed_and_means_tables(long):
@@ -105,3 +156,18 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
     assert results.main(argv) == 0 and out.read_text() == text  # the same runs, the same file
     with pytest.raises(SystemExit):
         results.main([str(tmp_path / "data")])  # no runs there
+
+
+def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeypatch, tmp_path):
+    monkeypatch.setattr(results, "DEVIATIONS", (
+        ("DyHPO", "DyHPO-no-completion", "the completion off"), ("DyHPO", "DyHPO-cap", "a cap")))
+    rows = _rows("LCBench", 1, "DyHPO-cap", [0.2, 0.2, 0.2, 0.0, 0.0, 0.0], trained=0.4)
+    text = results.render("runs", [], pd.concat([long, pd.DataFrame(rows)]), [], tmp_path / "R.md", "cmd")
+    section = text.split("## DyHPO against DyHPO-cap")[1].split("\n## ")[0]
+    # DyHPO 0.1025 (mean of 0.100-0.105) against 0.1: the variant; without t2 (DyHPO 0.104
+    # against 0 there) DyHPO's 0.101 on t1 against 0.2
+    assert "| LCBench | 1 | anytime | DyHPO-cap (0.102 / 0.100) | 1/2 | t2 (DyHPO) |" in section
+    assert "| LCBench | 1 | fully-trained | tie (0.400 / 0.400) | 2/2 | - |" in section
+    # without t1, the two tie on t2 (the same regrets within TIE_TOLERANCE)
+    assert "| LCBench | 1 | anytime | DyHPO (0.102 / 0.202) | 1/2 | t1 (tie) |" in text
+    assert "(no run with a decision log)" in text
