@@ -47,17 +47,22 @@ OURS = ("DyHPO", "DeepPowerLaw")
 #: regret at the full budget, in both regrets (the worst-task view counts the tasks over it)
 RATIO_LIMIT = 1.5
 
-#: Named deviations from the papers measured: (our default, the variant with the papers'
-#: setting, what the variant changes)
+#: The decisions measured, one table each: (our default, a variant, what the variant changes).
+#: A variant sets one deviation from the papers to the papers' setting, or is a candidate
+#: default under study
 DEVIATIONS = (
-    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`)"),
-    ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`completion=None`)"),
+    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`), the papers' setting"),
+    ("DeepPowerLaw", "DeepPowerLaw-no-completion",
+     "the incumbent completion off (`completion=None`), the papers' setting"),
+    ("DyHPO", "DyHPO-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
+    ("DeepPowerLaw", "DeepPowerLaw-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
 )
 
 GRID_COMMAND = """\
 DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
+              DyHPO-depth-gate DeepPowerLaw-depth-gate \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 
 PROTOCOL = """\
@@ -218,7 +223,7 @@ def deviation_tests(long: pd.DataFrame, default: str, variant: str) -> pd.DataFr
     """
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
     :param default: Our default
-    :param variant: The same with the papers' setting of one deviation
+    :param variant: The same with one setting changed (see :data:`DEVIATIONS`)
     :return: Per (family, workers, regret kind): one column per budget point, ``default mean /
         variant mean, diff (W/T/L, p)`` (diff = default - variant; negative: the default better)
     """
@@ -452,7 +457,7 @@ def render(
         table = deviation_tests(long, default, variant)
         parts += [
             f"## {default} against {variant}",
-            f"`{variant}`: {default}'s defaults with {what}, the papers' setting. Cells: mean "
+            f"`{variant}`: {default}'s defaults with {what}. Cells: mean "
             f"regret of {default} / of {variant} on the pairs both ran, then diff = mean({default} "
             f"- {variant}) (negative: the default better), W/T/L for {default}, p of the paired "
             "test.\n\n" + (to_markdown(table) if not table.empty else f"(no runs of both {default} and {variant})"),
