@@ -56,13 +56,17 @@ DEVIATIONS = (
      "the incumbent completion off (`completion=None`), the papers' setting"),
     ("DyHPO", "DyHPO-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
+    ("DyHPO", "DyHPO-depth-gate-best",
+     "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
+    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-best",
+     "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
 )
 
 GRID_COMMAND = """\
 DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
-              DyHPO-depth-gate DeepPowerLaw-depth-gate \\
+              DyHPO-depth-gate DeepPowerLaw-depth-gate DyHPO-depth-gate-best DeepPowerLaw-depth-gate-best \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 
 PROTOCOL = """\

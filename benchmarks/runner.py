@@ -115,6 +115,8 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 #: Our methods with the depth gate (not in the papers, off by default): the study of whether
 #: it should be on
 DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
+#: ... ranking each trial's best value up to the epoch instead of its value there
+DEPTH_GATE_BEST: dict[str, Any] = {"depth_gate": DepthGate(compare="best")}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting
@@ -128,6 +130,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-no-completion": ("DeepPowerLaw", NO_COMPLETION),
     "DyHPO-depth-gate": ("DyHPO", DEPTH_GATE),
     "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
+    "DyHPO-depth-gate-best": ("DyHPO", DEPTH_GATE_BEST),
+    "DeepPowerLaw-depth-gate-best": ("DeepPowerLaw", DEPTH_GATE_BEST),
 }
 
 
