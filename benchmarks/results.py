@@ -60,6 +60,10 @@ DEVIATIONS = (
      "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate-best",
      "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
+    ("DyHPO", "DyHPO-depth-gate-loose",
+     "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
+    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-loose",
+     "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
 )
 
 GRID_COMMAND = """\
@@ -67,6 +71,7 @@ DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, task
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
               DyHPO-depth-gate DeepPowerLaw-depth-gate DyHPO-depth-gate-best DeepPowerLaw-depth-gate-best \\
+              DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 
 PROTOCOL = """\

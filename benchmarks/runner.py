@@ -117,6 +117,8 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
 #: ... ranking each trial's best value up to the epoch instead of its value there
 DEPTH_GATE_BEST: dict[str, Any] = {"depth_gate": DepthGate(compare="best")}
+#: ... keeping the best three quarters of the values at an epoch in contention instead of half
+DEPTH_GATE_LOOSE: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting
@@ -132,6 +134,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
     "DyHPO-depth-gate-best": ("DyHPO", DEPTH_GATE_BEST),
     "DeepPowerLaw-depth-gate-best": ("DeepPowerLaw", DEPTH_GATE_BEST),
+    "DyHPO-depth-gate-loose": ("DyHPO", DEPTH_GATE_LOOSE),
+    "DeepPowerLaw-depth-gate-loose": ("DeepPowerLaw", DEPTH_GATE_LOOSE),
 }
 
 
