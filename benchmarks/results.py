@@ -56,10 +56,6 @@ DEVIATIONS = (
      "the incumbent completion off (`completion=None`), the papers' setting"),
     ("DyHPO", "DyHPO-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
-    ("DyHPO", "DyHPO-depth-gate-best",
-     "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
-    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-best",
-     "the depth gate on, ranking best values (`depth_gate=DepthGate(compare=\"best\")`), a candidate default"),
     ("DyHPO", "DyHPO-depth-gate-loose",
      "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate-loose",
@@ -70,7 +66,7 @@ GRID_COMMAND = """\
 DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
-              DyHPO-depth-gate DeepPowerLaw-depth-gate DyHPO-depth-gate-best DeepPowerLaw-depth-gate-best \\
+              DyHPO-depth-gate DeepPowerLaw-depth-gate \\
               DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 

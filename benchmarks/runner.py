@@ -115,8 +115,6 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 #: Our methods with the depth gate (not in the papers, off by default): the study of whether
 #: it should be on
 DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
-#: ... ranking each trial's best value up to the epoch instead of its value there
-DEPTH_GATE_BEST: dict[str, Any] = {"depth_gate": DepthGate(compare="best")}
 #: ... keeping the best three quarters of the values at an epoch in contention instead of half
 DEPTH_GATE_LOOSE: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
 
@@ -132,8 +130,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-no-completion": ("DeepPowerLaw", NO_COMPLETION),
     "DyHPO-depth-gate": ("DyHPO", DEPTH_GATE),
     "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
-    "DyHPO-depth-gate-best": ("DyHPO", DEPTH_GATE_BEST),
-    "DeepPowerLaw-depth-gate-best": ("DeepPowerLaw", DEPTH_GATE_BEST),
     "DyHPO-depth-gate-loose": ("DyHPO", DEPTH_GATE_LOOSE),
     "DeepPowerLaw-depth-gate-loose": ("DeepPowerLaw", DEPTH_GATE_LOOSE),
 }

@@ -13,10 +13,6 @@ from syne_dyhpo.checks import checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
 
 
-#: what :class:`DepthGate` ranks at an epoch
-COMPARE = ("last", "best")
-
-
 @dataclass(frozen=True)
 class DepthGate:
     """Before a decision, the trials that may get the next segment (paused ones and the
@@ -34,14 +30,10 @@ class DepthGate:
         contention, in (0, 1]. Defaults to 0.5
     :param min_kept: at least this many of the best values at an epoch are in contention
         (an epoch few trials reached is weak evidence). Defaults to 2
-    :param compare: what is ranked at epoch ``e``: ``"last"``, each trial's value at ``e``;
-        ``"best"``, each trial's best value up to ``e`` (robust to noisy curves: one bad
-        epoch does not put a trial out of contention). Defaults to ``"last"``
     """
 
     top_fraction: float = 0.5
     min_kept: int = 2
-    compare: str = "last"
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -50,8 +42,6 @@ class DepthGate:
             checked_number(f"{name}.top_fraction", self.top_fraction, math.ulp(0.0), 1.0, "a number in (0, 1]"),
         )
         object.__setattr__(self, "min_kept", checked_integer(f"{name}.min_kept", self.min_kept, 1))
-        if self.compare not in COMPARE:
-            raise ValueError(f"{name}.compare must be one of {COMPARE}, got {self.compare!r}")
 
     def in_contention(self, records: Sequence[TrialRecord], observations: Observations) -> list[TrialRecord]:
         """The records in contention at their last epochs (in their order); a record without a
@@ -60,36 +50,19 @@ class DepthGate:
         :param records: trials that may get the next segment
         :param observations: the curves of all trials of the run
         """
-        rungs = self._rungs(records, observations)
+        data = observations.training_data()  # every reported (trial, epoch), archived curves too
+        thresholds: dict[int, float] = {}
         kept = []
         for record in records:
             epoch = record.last_epoch
             if epoch < 1:
                 kept.append(record)
                 continue
-            rung = rungs[epoch]
-            num_kept = max(self.min_kept, math.ceil(self.top_fraction * len(rung)))
-            threshold = -np.inf if num_kept >= len(rung) else float(rung[num_kept - 1])
-            score = record.scores[-1] if self.compare == "last" else _best(record.scores)
-            if np.isfinite(score) and score >= threshold:
+            if epoch not in thresholds:
+                rung = np.sort(data.y[data.budget == epoch])[::-1]
+                num_kept = max(self.min_kept, math.ceil(self.top_fraction * len(rung)))
+                thresholds[epoch] = -np.inf if num_kept >= len(rung) else float(rung[num_kept - 1])
+            score = record.scores[-1]
+            if np.isfinite(score) and score >= thresholds[epoch]:
                 kept.append(record)
         return kept
-
-    def _rungs(self, records: Sequence[TrialRecord], observations: Observations) -> dict[int, np.ndarray]:
-        """The values ranked at each epoch some record is at, best first."""
-        epochs = {r.last_epoch for r in records if r.last_epoch >= 1}
-        if self.compare == "last":
-            data = observations.training_data()  # every reported (trial, epoch), archived curves too
-            return {e: np.sort(data.y[data.budget == e])[::-1] for e in epochs}
-        trials = [r for r in observations.trials.values() if r.last_epoch >= 1]
-        curves = observations.curves(trials)
-        reached = np.fromiter((r.last_epoch for r in trials), dtype=np.int64, count=len(trials))
-        reported = np.isfinite(curves) | (curves == -np.inf)  # not a gap (NaN)
-        running_best = np.maximum.accumulate(np.where(np.isnan(curves), -np.inf, curves), axis=1)
-        return {e: np.sort(running_best[(reached >= e) & reported[:, e - 1], e - 1])[::-1] for e in epochs}
-
-
-def _best(scores: list[float]) -> float:
-    """Best score of a curve (-inf: none finite)."""
-    finite = [s for s in scores if np.isfinite(s)]
-    return max(finite) if finite else -np.inf

@@ -62,25 +62,6 @@ def test_min_kept_and_an_epoch_few_trials_reached():
     assert kept_ids(DepthGate(0.1, min_kept=1), obs2) == [1]
 
 
-def test_compare_best_ranks_each_trials_best_value_up_to_the_epoch():
-    # epoch 3: values 0.9 (trial 0, after 0.1 at epoch 2), 0.3, 0.4, 0.5; bests up to epoch 3:
-    # 0.1, 0.3, 0.35 (trial 2 had 0.35 at epoch 1), 0.5; trial 4 is deeper (0.2 at epoch 3)
-    obs = observations({0: [0.6, 0.1, 0.9], 1: [0.7, 0.6, 0.3], 2: [0.35, 0.5, 0.4], 3: [0.8, 0.7, 0.5],
-                        4: [0.9, 0.8, 0.2, 0.1]})
-    # five values at epoch 3; top ceil(0.5 * 5) = 3
-    # last: 0.2 (trial 4), 0.3, 0.4; trial 4 is alone at epoch 4
-    assert kept_ids(DepthGate(0.5), obs) == [1, 2, 4]
-    # best: 0.1, 0.2 (trial 4), 0.3; trial 2's 0.35 is fourth
-    assert kept_ids(DepthGate(0.5, compare="best"), obs) == [0, 1, 4]
-    # a gap (NaN: an epoch not reported) is not a value; a diverged epoch is the worst one
-    obs2 = observations({0: [0.5, float("nan"), 0.4], 1: [0.3, 0.3, 0.3], 2: [0.2, 0.25, 0.2]})
-    obs2.add_trial(3, {"x": 3}, np.zeros(1))
-    obs2.add_result(3, 1, 0.9)
-    obs2.add_result(3, 3, 0.1)  # epoch 2 skipped
-    assert np.isnan(obs2.trials[3].scores[1])
-    assert kept_ids(DepthGate(0.5, compare="best"), obs2) == [2, 3]  # at 3: 0.1, 0.2 of 0.1, 0.2, 0.3, 0.4
-
-
 def test_diverged_out_no_result_yet_in():
     obs = observations({0: [0.3], 1: [float("nan")], 2: [0.5]})
     obs.add_trial(3, {"x": 3}, np.zeros(1))  # started, nothing reported
@@ -91,7 +72,6 @@ def test_settings_are_checked_naming_the_field_and_value():
     for field, values, expected in [
         ("top_fraction", (0, -0.5, 1.5, True, "half", float("nan")), r"a number in \(0, 1\]"),
         ("min_kept", (0, -1, 1.5, True, "2"), "an integer >= 1"),
-        ("compare", ("mean", None, 1), re.escape("one of ('last', 'best')")),
     ]:
         for value in values:
             with pytest.raises(ValueError, match=f"DepthGate.{field} must be {expected}, got {re.escape(repr(value))}$"):
@@ -183,7 +163,7 @@ def test_the_completion_chooses_only_among_trials_in_contention(gate):
 
 def test_the_gate_is_in_the_schedulers_metadata():
     assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
-        "top_fraction": 0.25, "min_kept": 3, "compare": "last"}
+        "top_fraction": 0.25, "min_kept": 3}
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
 
 
