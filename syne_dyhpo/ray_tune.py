@@ -339,6 +339,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         if self._budget_stop_done:
             return
         self._budget_stop_done = True
+        for config in self._new_configs:  # decided, never to be started: their log rows end
+            self.core.start_given_up(config)
         self._new_configs.clear()
         for int_id, ray_id in self._ray_id.items():
             trial = tune_controller.get_trial(ray_id)

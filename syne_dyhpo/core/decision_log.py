@@ -238,6 +238,21 @@ class DecisionLog:
         row[_ROW_INDEX["next_trial_id"]] = trial_id
         self._write([row])
 
+    def start_given_up(self, config: dict[str, Any], ignore: str | None = None) -> None:
+        """A start carried out will never get a trial (a front end discarded the configuration
+        before starting it): its row is finished as ``dropped``.
+
+        :param config: the configuration of the start
+        :param ignore: see :meth:`started`
+        """
+        match = next((i for i, (c, _) in enumerate(self._starting)
+                      if all(config.get(k, _MISSING) == v for k, v in c.items() if k != ignore)), None)
+        if match is None:
+            return
+        _, row = self._starting.pop(match)
+        row[_ROW_INDEX["next"]] = "dropped"
+        self._write([row])
+
     def dropped(self, decision: Any) -> None:
         """A decision is given up: the configuration to start was taken, or the trial to
         resume is no longer resumable (e.g. chosen twice, and already resumed)."""

@@ -354,6 +354,15 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """Trials holding a worker now."""
         return len(self._obs.with_status(TrialStatus.RUNNING))
 
+    def start_given_up(self, config: dict[str, Any]) -> None:
+        """A new configuration this scheduler suggested will never be started (a front end
+        discarded it, e.g. at the end of its budget): its decision log row is finished as
+        ``dropped``.
+
+        :param config: the configuration of the suggestion
+        """
+        self._log.start_given_up(config, ignore=self.max_resource_attr)
+
     def allow_new_trials(self, allowed: bool) -> None:
         """Whether decisions may start new configurations (front ends with a trial limit, e.g.
         Ray, turn it off once the limit is reached; paused trials are still resumed)."""

@@ -210,3 +210,21 @@ def test_refuses_max_resource_attr_and_bad_metric():
     sched = FreezeThawRayScheduler(DyHPO({"x": uniform(0, 1)}, "loss", max_t=3), max_num_trials=2)
     with pytest.raises(ValueError, match="metric"):
         sched.set_search_properties("acc", "max")
+
+
+def test_new_configurations_queued_when_the_budget_ends_are_logged_as_dropped(tmp_path):
+    import pandas as pd
+
+    from syne_dyhpo import DyHPO
+    from syne_dyhpo.core.decision_log import LOG_FILENAME
+
+    core = DyHPO({"x": uniform(0, 1)}, "loss", max_t=3, points_to_evaluate=[{"x": 0.2}, {"x": 0.7}])
+    sched = FreezeThawRayScheduler(core, max_concurrent=2, max_total_epochs=10)
+    core.attach_decision_log(str(tmp_path))
+    sched.make_decisions()  # two starts decided, queued for Ray's searcher
+    assert [c["x"] for c in sched._new_configs] == [0.2, 0.7]
+    sched._stop_paused_trials(tune_controller=None)  # the budget ends before Ray asked for them
+    on_disk = pd.read_csv(tmp_path / LOG_FILENAME)
+    log = core.decision_log()
+    assert on_disk["next"].tolist() == log["next"].tolist() == ["dropped", "dropped"]
+    assert on_disk["decision"].tolist() == [0, 1]

@@ -198,3 +198,19 @@ def test_clock_without_tuner_and_with_tuner_start():
 def test_bad_flag_is_refused_by_name():
     with pytest.raises(ValueError, match="log_decisions"):
         make(DyHPO, log_decisions="yes")
+
+
+def test_a_start_given_up_by_a_front_end_is_written_as_dropped(tmp_path):
+    scheduler = make(DyHPO, max_resource_attr="epochs")
+    scheduler.attach_decision_log(tmp_path)
+    kept = scheduler.suggest()  # a start handed to a front end that never starts it
+    assert kept.spawn_new_trial_id and pd.read_csv(tmp_path / LOG_FILENAME).empty  # it waits for its trial id
+    scheduler.start_given_up({**kept.config, "epochs": 99})  # max_resource_attr is not compared
+    Driver(scheduler).run(6)  # the run goes on
+    log = scheduler.decision_log()
+    on_disk = pd.read_csv(tmp_path / LOG_FILENAME)
+    assert log.iloc[0]["next"] == on_disk.iloc[0]["next"] == "dropped"
+    assert pd.isna(log.iloc[0]["next_trial_id"]) and log.iloc[0]["reason"] == "points_to_evaluate"
+    assert on_disk["decision"].tolist()[:len(on_disk)] == log["decision"].tolist()[:len(on_disk)]
+    scheduler.start_given_up(kept.config)  # nothing left to give up: no change
+    assert len(pd.read_csv(tmp_path / LOG_FILENAME)) == len(on_disk)
