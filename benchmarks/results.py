@@ -60,11 +60,6 @@ DEVIATIONS = (
      "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate-loose",
      "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
-    ("DyHPO", "DyHPO-depth-gate-lead", "the depth gate on, three quarters in contention, the completion's leaders "
-     "among them (`depth_gate=DepthGate(top_fraction=0.75, leaders_in_contention=True)`), a candidate default"),
-    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-lead", "the depth gate on, three quarters in contention, the "
-     "completion's leaders among them (`depth_gate=DepthGate(top_fraction=0.75, leaders_in_contention=True)`), "
-     "a candidate default"),
 )
 
 GRID_COMMAND = """\
@@ -72,7 +67,7 @@ DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, task
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
               DyHPO-depth-gate DeepPowerLaw-depth-gate \\
-              DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose DyHPO-depth-gate-lead DeepPowerLaw-depth-gate-lead \\
+              DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 
 PROTOCOL = """\

@@ -117,8 +117,6 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
 #: ... keeping the best three quarters of the values at an epoch in contention instead of half
 DEPTH_GATE_LOOSE: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
-#: ... with the completion's leaders ranked among the trials in contention
-DEPTH_GATE_LEAD: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75, leaders_in_contention=True)}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting
@@ -134,8 +132,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
     "DyHPO-depth-gate-loose": ("DyHPO", DEPTH_GATE_LOOSE),
     "DeepPowerLaw-depth-gate-loose": ("DeepPowerLaw", DEPTH_GATE_LOOSE),
-    "DyHPO-depth-gate-lead": ("DyHPO", DEPTH_GATE_LEAD),
-    "DeepPowerLaw-depth-gate-lead": ("DeepPowerLaw", DEPTH_GATE_LEAD),
 }
 
 

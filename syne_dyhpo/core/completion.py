@@ -8,7 +8,6 @@ committed and being completed) and picks the trial to complete.
 
 from __future__ import annotations
 
-import heapq
 import math
 import sys
 from dataclasses import dataclass
@@ -108,9 +107,7 @@ class CompletionRun:
             return 1
         return max(1, int(np.floor(self.settings.share * num_workers)))
 
-    def choose(
-        self, records: Sequence[TrialRecord], num_workers: int = 1, pool: Sequence[TrialRecord] | None = None
-    ) -> TrialRecord | None:
+    def choose(self, records: Sequence[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
         """The trial to complete among ``records`` (the trials that may get the next segment),
         or None: a committed trial below ``max_t`` if there is one (one of the first
         ``committed`` choices, or a trial the completion resumed that has reached
@@ -123,7 +120,6 @@ class CompletionRun:
 
         :param records: paused trials, and the reporting one if any
         :param num_workers: workers of the run (as far as seen)
-        :param pool: the trials the leaders are ranked among (None: all trials of the run)
         """
         settings, obs = self.settings, self.observations
         max_t = obs.max_t
@@ -139,12 +135,7 @@ class CompletionRun:
             return None
         if obs.num_observations < settings.delay * max_t / num_workers**2:
             return None
-        num_leaders = self.num_leaders(num_workers)
-        if pool is None:
-            threshold = obs.leader_threshold(num_leaders)
-        else:
-            top = heapq.nlargest(num_leaders, (b for b in map(obs.best_of, pool) if np.isfinite(b)))
-            threshold = top[-1] if top else -np.inf
+        threshold = obs.leader_threshold(self.num_leaders(num_workers))
         if not np.isfinite(threshold):
             return None
         limit_reached = settings.limit is not None and len(self.chosen) >= settings.limit

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.checks import checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
 
 
@@ -30,15 +30,10 @@ class DepthGate:
         contention, in (0, 1]. Defaults to 0.5
     :param min_kept: at least this many of the best values at an epoch are in contention
         (an epoch few trials reached is weak evidence). Defaults to 2
-    :param leaders_in_contention: the incumbent completion ranks its leaders among the trials
-        in contention and the running ones, so a leader out of contention passes the lead to
-        the next one instead of pausing the completion. Defaults to False (leaders ranked
-        among all trials)
     """
 
     top_fraction: float = 0.5
     min_kept: int = 2
-    leaders_in_contention: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -47,9 +42,6 @@ class DepthGate:
             checked_number(f"{name}.top_fraction", self.top_fraction, math.ulp(0.0), 1.0, "a number in (0, 1]"),
         )
         object.__setattr__(self, "min_kept", checked_integer(f"{name}.min_kept", self.min_kept, 1))
-        object.__setattr__(
-            self, "leaders_in_contention", checked_flag(f"{name}.leaders_in_contention", self.leaders_in_contention)
-        )
 
     def in_contention(self, records: Sequence[TrialRecord], observations: Observations) -> list[TrialRecord]:
         """The records in contention at their last epochs (in their order); a record without a

@@ -163,7 +163,7 @@ def test_the_completion_chooses_only_among_trials_in_contention(gate):
 
 def test_the_gate_is_in_the_schedulers_metadata():
     assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
-        "top_fraction": 0.25, "min_kept": 3, "leaders_in_contention": False}
+        "top_fraction": 0.25, "min_kept": 3}
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
 
 
@@ -177,22 +177,3 @@ def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_d
     s.on_trial_remove(t0)
     # t1 alone at epoch 1 after this report, it is in contention: it goes on
     assert report(s, t1, 1, 0.5) == D.CONTINUE
-
-
-@pytest.mark.parametrize("leaders_in_contention", [False, True])
-def test_leaders_in_contention_pass_the_lead_on(leaders_in_contention):
-    obs = observations(FALLEN_LEADER)
-    records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
-    d = decider(lambda tid, c: 1.0 if tid is None else 0.0, obs,
-                DepthGate(leaders_in_contention=leaders_in_contention),
-                IncumbentCompletion(after=1, delay=0.0, commit_after=None, share=0.5))
-    # four workers, two leaders. Among all trials: 0 (best 0.05) and 1 (0.3), neither may be
-    # completed (0 out of contention, 1 running): the policy starts a new configuration. Among
-    # the trials in contention and the running one: 1 (0.3) and 2 (0.4): trial 2 is completed
-    decision = d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4, running=[obs.trials[1]], num_workers=4)
-    assert (decision.trial_id, decision.config) == ((2, None) if leaders_in_contention else (None, {"x": 9}))
-    # one worker, one leader: among those in contention trial 1 leads, and it runs: nothing
-    decision = d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4, running=[obs.trials[1]], num_workers=1)
-    assert decision.config == {"x": 9}
-    with pytest.raises(ValueError, match="DepthGate.leaders_in_contention must be True or False, got 1$"):
-        DepthGate(leaders_in_contention=1)
