@@ -40,5 +40,6 @@ benchmark: setup
 		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \
 		DyHPO-depth-gate DeepPowerLaw-depth-gate \
 		DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \
+		DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \
 		--seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
 	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures

@@ -117,6 +117,8 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
 #: ... keeping the best three quarters of the values at an epoch in contention instead of half
 DEPTH_GATE_LOOSE: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
+#: ... gating the acquisition only (the completion chooses among all trials)
+DEPTH_GATE_ACQUISITION: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75, gate_completion=False)}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting
@@ -132,6 +134,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
     "DyHPO-depth-gate-loose": ("DyHPO", DEPTH_GATE_LOOSE),
     "DeepPowerLaw-depth-gate-loose": ("DeepPowerLaw", DEPTH_GATE_LOOSE),
+    "DyHPO-depth-gate-acquisition": ("DyHPO", DEPTH_GATE_ACQUISITION),
+    "DeepPowerLaw-depth-gate-acquisition": ("DeepPowerLaw", DEPTH_GATE_ACQUISITION),
 }
 
 

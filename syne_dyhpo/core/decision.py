@@ -144,11 +144,14 @@ class DecisionMaker:
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
             return Decision.resume(records[self.rng.randint(len(records))].trial_id)
+        completable = records
         if self.depth_gate is not None:
             in_contention = self.depth_gate.in_contention(records, self.observations)
             if in_contention or new_configs:
                 records = in_contention
-        champion = None if self.completion is None else self.completion.choose(records, num_workers)
+            if self.depth_gate.gate_completion:
+                completable = records
+        champion = None if self.completion is None else self.completion.choose(completable, num_workers)
         if champion is not None:
             return Decision.resume(champion.trial_id)
         promotion = self.promotion

@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_integer, checked_number
+from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
 
 
@@ -30,10 +30,14 @@ class DepthGate:
         contention, in (0, 1]. Defaults to 0.5
     :param min_kept: at least this many of the best values at an epoch are in contention
         (an epoch few trials reached is weak evidence). Defaults to 2
+    :param gate_completion: the incumbent completion, too, chooses only among the trials in
+        contention; False: only the acquisition (and promotions) do, and the completion
+        chooses among all trials that may get the next segment. Defaults to True
     """
 
     top_fraction: float = 0.5
     min_kept: int = 2
+    gate_completion: bool = True
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -42,6 +46,7 @@ class DepthGate:
             checked_number(f"{name}.top_fraction", self.top_fraction, math.ulp(0.0), 1.0, "a number in (0, 1]"),
         )
         object.__setattr__(self, "min_kept", checked_integer(f"{name}.min_kept", self.min_kept, 1))
+        object.__setattr__(self, "gate_completion", checked_flag(f"{name}.gate_completion", self.gate_completion))
 
     def in_contention(self, records: Sequence[TrialRecord], observations: Observations) -> list[TrialRecord]:
         """The records in contention at their last epochs (in their order); a record without a

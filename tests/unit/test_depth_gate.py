@@ -163,7 +163,7 @@ def test_the_completion_chooses_only_among_trials_in_contention(gate):
 
 def test_the_gate_is_in_the_schedulers_metadata():
     assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
-        "top_fraction": 0.25, "min_kept": 3}
+        "top_fraction": 0.25, "min_kept": 3, "gate_completion": True}
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
 
 
@@ -177,3 +177,21 @@ def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_d
     s.on_trial_remove(t0)
     # t1 alone at epoch 1 after this report, it is in contention: it goes on
     assert report(s, t1, 1, 0.5) == D.CONTINUE
+
+
+@pytest.mark.parametrize("gate_completion", [True, False])
+def test_a_gate_on_the_acquisition_only_leaves_the_completion_its_leader(gate_completion):
+    obs = observations(FALLEN_LEADER)
+    records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
+    # the policy prefers paused trials over new ones, the highest trial id first
+    d = decider(lambda tid, c: -1.0 if tid is None else 0.1 * tid, obs,
+                DepthGate(gate_completion=gate_completion), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
+    # trial 0 leads by its best score but is out of contention at epoch 2: completed only if
+    # the gate leaves the completion alone; otherwise the policy's favourite in contention (2)
+    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == (2 if gate_completion else 0)
+    assert d.completion.num_completions == (0 if gate_completion else 1)
+    # the acquisition is gated either way: without the completion, trial 3 (out) is not chosen
+    d.completion = None
+    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == 2
+    with pytest.raises(ValueError, match="DepthGate.gate_completion must be True or False, got 'no'$"):
+        DepthGate(gate_completion="no")
