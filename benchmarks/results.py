@@ -302,9 +302,16 @@ def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+#: Mean regrets at most this are 0 in the worst-task ratios: a run that reached the table's best
+#: value can keep a regret of about 1e-9 from the normalisation's floating point
+ZERO_REGRET = 1e-6
+
+
 def _ratio(mine: float, ref: float) -> float:
-    """``mine / ref``; inf for ``ref == 0 < mine``, 1 for 0 / 0."""
-    return mine / ref if ref > 0 else (np.inf if mine > 0 else 1.0)
+    """``mine / ref``; inf for ``ref == 0 < mine``, 1 for 0 / 0 (0: at most :data:`ZERO_REGRET`)."""
+    if ref <= ZERO_REGRET:
+        return 1.0 if mine <= ZERO_REGRET else np.inf
+    return mine / ref
 
 
 def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:

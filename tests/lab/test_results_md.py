@@ -174,3 +174,9 @@ def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeyp
     # without t1, the two tie on t2 (the same regrets within TIE_TOLERANCE)
     assert "| LCBench | 1 | anytime | DyHPO (0.102 / 0.202) | 1/2 | t1 (tie) |" in text
     assert "(no run with a decision log)" in text
+
+
+def test_a_reference_mean_within_float_noise_of_zero_is_zero_in_the_ratio():
+    assert results._ratio(0.035, 2.6e-9) == float("inf")
+    assert results._ratio(3e-9, 2.6e-9) == 1.0
+    assert results._ratio(0.03, 0.01) == pytest.approx(3.0)
