@@ -7,12 +7,11 @@ import pytest
 from syne_tune.config_space import choice
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import make_trial
 from syne_dyhpo import CandidateOptions, DepthGate, IncumbentCompletion
 from syne_dyhpo.core.decision import DecisionMaker
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
-from test_scheduler_core import PreferencePolicy
+from test_scheduler_core import PreferencePolicy, make, report, start
 
 
 def observations(curves: dict[int, list[float]], max_t: int = 5) -> Observations:
@@ -78,27 +77,6 @@ def test_settings_are_checked_naming_the_field_and_value():
                 DepthGate(**{field: value})
     with pytest.raises(ValueError, match="depth_gate must be a DepthGate or None, got 0.5"):
         FreezeThawScheduler({"x": choice([1, 2])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=3, depth_gate=0.5)
-
-
-TABLE = [{"x": v / 40} for v in range(41)]
-
-
-def make(prefer, **kw) -> FreezeThawScheduler:
-    kw.setdefault("candidates", CandidateOptions(num_initial_random=1, configs=TABLE))
-    return FreezeThawScheduler({"x": choice([t["x"] for t in TABLE])}, "loss", PreferencePolicy(prefer),
-                               do_minimize=True, max_t=4, random_seed=0, **kw)
-
-
-def start(s, expected_id):
-    sug = s.suggest()
-    assert sug.spawn_new_trial_id
-    trial = make_trial(expected_id, sug.config)
-    s.on_trial_add(trial)
-    return trial
-
-
-def report(s, trial, epoch, value):
-    return s.on_trial_result(trial, {"epoch": epoch, "loss": value})
 
 
 def decider(prefer, obs: Observations, gate: DepthGate | None, completion: IncumbentCompletion | None) -> DecisionMaker:
