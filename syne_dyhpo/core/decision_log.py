@@ -230,13 +230,10 @@ class DecisionLog:
 
         :param ignore: a key set anew on every start (``max_resource_attr``), not compared
         """
-        match = next((i for i, (c, _) in enumerate(self._starting)
-                      if all(config.get(k, _MISSING) == v for k, v in c.items() if k != ignore)), None)
-        if match is None:
-            return
-        _, row = self._starting.pop(match)
-        row[_ROW_INDEX["next_trial_id"]] = trial_id
-        self._write([row])
+        row = self._pop_starting(config, ignore)
+        if row is not None:
+            row[_ROW_INDEX["next_trial_id"]] = trial_id
+            self._write([row])
 
     def start_given_up(self, config: dict[str, Any], ignore: str | None = None) -> None:
         """A start carried out will never get a trial (a front end discarded the configuration
@@ -245,13 +242,17 @@ class DecisionLog:
         :param config: the configuration of the start
         :param ignore: see :meth:`started`
         """
+        row = self._pop_starting(config, ignore)
+        if row is not None:
+            row[_ROW_INDEX["next"]] = "dropped"
+            self._write([row])
+
+    def _pop_starting(self, config: dict[str, Any], ignore: str | None) -> list[Any] | None:
+        """The row of the first start carried out for ``config`` (``ignore``: a key not
+        compared), taken off the starts waiting for their trial ids; None if there is none."""
         match = next((i for i, (c, _) in enumerate(self._starting)
                       if all(config.get(k, _MISSING) == v for k, v in c.items() if k != ignore)), None)
-        if match is None:
-            return
-        _, row = self._starting.pop(match)
-        row[_ROW_INDEX["next"]] = "dropped"
-        self._write([row])
+        return None if match is None else self._starting.pop(match)[1]
 
     def dropped(self, decision: Any) -> None:
         """A decision is given up: the configuration to start was taken, or the trial to
