@@ -55,7 +55,6 @@ class DepthGate:
         :param records: trials that may get the next segment
         :param observations: the curves of all trials of the run
         """
-        data = observations.training_data()  # every reported (trial, epoch), archived curves too
         thresholds: dict[int, float] = {}
         kept = []
         for record in records:
@@ -64,7 +63,7 @@ class DepthGate:
                 kept.append(record)
                 continue
             if epoch not in thresholds:
-                rung = np.sort(data.y[data.budget == epoch])[::-1]
+                rung = np.sort(observations.scores_at(epoch))[::-1]
                 num_kept = max(self.min_kept, math.ceil(self.top_fraction * len(rung)))
                 thresholds[epoch] = -np.inf if num_kept >= len(rung) else float(rung[num_kept - 1])
             score = record.scores[-1]

@@ -257,11 +257,11 @@ class Observations:
         return self._best_per_budget.copy()
 
     def scores_at(self, epoch: int) -> np.ndarray:
-        """Scores of all trials that reported ``epoch`` (diverged ones as -inf)."""
-        return np.array(
-            [r.scores[epoch - 1] for r in self.trials.values() if r.last_epoch >= epoch and not np.isnan(r.scores[epoch - 1])],
-            dtype=float,
-        )
+        """Scores of all trials that reported ``epoch`` (diverged ones as -inf; archived curves
+        included), in arrival order: read from the training rows, one per reported epoch."""
+        if self._rows is None:
+            return np.zeros(0)
+        return self._rows.view("y")[self._rows.view("budget") == epoch]
 
     def curves(self, records: list[TrialRecord]) -> np.ndarray:
         """Observed curves, shape (len(records), max_t), NaN past their last epoch and in gaps."""
