@@ -38,8 +38,6 @@ benchmark: setup
 	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
 		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \
-		DyHPO-depth-gate DeepPowerLaw-depth-gate \
-		DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \
 		DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \
 		--seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
 	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures

@@ -54,12 +54,6 @@ DEVIATIONS = (
     ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`), the papers' setting"),
     ("DeepPowerLaw", "DeepPowerLaw-no-completion",
      "the incumbent completion off (`completion=None`), the papers' setting"),
-    ("DyHPO", "DyHPO-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
-    ("DeepPowerLaw", "DeepPowerLaw-depth-gate", "the depth gate on (`depth_gate=DepthGate()`), a candidate default"),
-    ("DyHPO", "DyHPO-depth-gate-loose",
-     "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
-    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-loose",
-     "the depth gate on, three quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
     ("DyHPO", "DyHPO-depth-gate-acquisition", "the depth gate on the acquisition only, three quarters in "
      "contention (`depth_gate=DepthGate(top_fraction=0.75, gate_completion=False)`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate-acquisition", "the depth gate on the acquisition only, three "
@@ -70,8 +64,6 @@ GRID_COMMAND = """\
 DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
-              DyHPO-depth-gate DeepPowerLaw-depth-gate \\
-              DyHPO-depth-gate-loose DeepPowerLaw-depth-gate-loose \\
               DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \\
     --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
 

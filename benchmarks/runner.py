@@ -112,12 +112,8 @@ PRESETS: dict[str, Callable[..., TrialScheduler]] = {
 #: setting, every other default kept
 NO_COMPLETION: dict[str, Any] = {"completion": None}
 
-#: Our methods with the depth gate (not in the papers, off by default): the study of whether
-#: it should be on
-DEPTH_GATE: dict[str, Any] = {"depth_gate": DepthGate()}
-#: ... keeping the best three quarters of the values at an epoch in contention instead of half
-DEPTH_GATE_LOOSE: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
-#: ... gating the acquisition only (the completion chooses among all trials)
+#: Our methods with the depth gate on the acquisition (not in the papers, off by default): the
+#: study of whether it should be on
 DEPTH_GATE_ACQUISITION: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75, gate_completion=False)}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
@@ -130,10 +126,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw": ("DeepPowerLaw", {}),
     "DyHPO-no-completion": ("DyHPO", NO_COMPLETION),
     "DeepPowerLaw-no-completion": ("DeepPowerLaw", NO_COMPLETION),
-    "DyHPO-depth-gate": ("DyHPO", DEPTH_GATE),
-    "DeepPowerLaw-depth-gate": ("DeepPowerLaw", DEPTH_GATE),
-    "DyHPO-depth-gate-loose": ("DyHPO", DEPTH_GATE_LOOSE),
-    "DeepPowerLaw-depth-gate-loose": ("DeepPowerLaw", DEPTH_GATE_LOOSE),
     "DyHPO-depth-gate-acquisition": ("DyHPO", DEPTH_GATE_ACQUISITION),
     "DeepPowerLaw-depth-gate-acquisition": ("DeepPowerLaw", DEPTH_GATE_ACQUISITION),
 }

@@ -19,25 +19,26 @@ class DepthGate:
     reporting one) are narrowed to those in contention at their last epoch ``e``: whose value
     at ``e`` ranks among the best ``max(min_kept, ceil(top_fraction * n_e))`` of the ``n_e``
     values all trials reported at ``e`` (equal budgets, as successive halving compares them).
-    Both the incumbent completion and the acquisition then choose among those, so neither
-    trains further a trial the observed curves at equal budget no longer support. A trial out
+    The acquisition (and, with ``gate_completion``, the incumbent completion) then chooses among
+    those, so it does not train further a trial the observed curves at equal budget no longer
+    support. A trial out
     of contention stays paused: it is back in contention if later trials reaching ``e`` rank
     below it. If no trial is in contention and no new configuration is on offer, the gate is
     not applied (a decision must be made). The papers have no gate (a scheduler's
     ``depth_gate=None``, the default).
 
     :param top_fraction: share of the values reported at an epoch whose trials are in
-        contention, in (0, 1]. Defaults to 0.5
+        contention, in (0, 1]. Defaults to 0.75
     :param min_kept: at least this many of the best values at an epoch are in contention
         (an epoch few trials reached is weak evidence). Defaults to 2
     :param gate_completion: the incumbent completion, too, chooses only among the trials in
         contention; False: only the acquisition (and promotions) do, and the completion
-        chooses among all trials that may get the next segment. Defaults to True
+        chooses among all trials that may get the next segment. Defaults to False
     """
 
-    top_fraction: float = 0.5
+    top_fraction: float = 0.75
     min_kept: int = 2
-    gate_completion: bool = True
+    gate_completion: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__

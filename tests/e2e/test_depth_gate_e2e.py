@@ -1,8 +1,9 @@
 """End-to-end: DepthGate through a real Syne Tune Tuner on the simulator.
 
-With the gate, every segment the completion or the acquisition gives to a trial that already
-reported goes to a trial in contention at its last epoch, judged from the Tuner's own results
-up to the decision; without it, some do not (so the check can fail).
+With the gate (its defaults: three quarters in contention, the acquisition gated), every segment
+the acquisition gives to a trial that already reported goes to a trial in contention at its last
+epoch, judged from the Tuner's own results up to the decision; without it, some do not (so the
+check can fail).
 """
 
 import math
@@ -35,10 +36,10 @@ def simulate(gate):
 
 
 def out_of_contention(log: pd.DataFrame, results: pd.DataFrame, metric: str, time_attr: str,
-                      top_fraction: float = 0.5, min_kept: int = 2) -> tuple[int, int]:
-    """(segments given to a trial out of contention, segments checked), from the Tuner's
-    results up to each decision (one worker: a decision follows the result it answers)."""
-    given = log[log["reason"].isin(["acquisition", "completion"]) & log["next"].isin(["resume", "continue"])]
+                      top_fraction: float = 0.75, min_kept: int = 2) -> tuple[int, int]:
+    """(segments the acquisition gave to a trial out of contention, segments checked), from the
+    Tuner's results up to each decision (one worker: a decision follows the result it answers)."""
+    given = log[(log["reason"] == "acquisition") & log["next"].isin(["resume", "continue"])]
     bad = checked = 0
     for _, row in given.iterrows():
         seen = results[results["st_tuner_time"] <= row["time"] + 1e-9]

@@ -91,7 +91,7 @@ def decider(prefer, obs: Observations, gate: DepthGate | None, completion: Incum
 FALLEN_LEADER = {0: [0.05, 0.9], 1: [0.4, 0.3], 2: [0.45, 0.4], 3: [0.5, 0.5]}
 
 
-@pytest.mark.parametrize("gate", [None, DepthGate()])
+@pytest.mark.parametrize("gate", [None, DepthGate(0.5, gate_completion=True)])
 def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
     obs = observations(FALLEN_LEADER)
     records = [obs.trials[t] for t in range(4)]
@@ -110,7 +110,7 @@ def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
     assert d.decide([records[3]], [], np.zeros((0, 1)), num_started=4).trial_id == 3
 
 
-@pytest.mark.parametrize("gate", [None, DepthGate()])
+@pytest.mark.parametrize("gate", [None, DepthGate(0.5, gate_completion=True)])
 def test_the_completion_chooses_only_among_trials_in_contention(gate):
     obs = observations(FALLEN_LEADER)
     records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
@@ -140,8 +140,11 @@ def test_the_completion_chooses_only_among_trials_in_contention(gate):
 
 
 def test_the_gate_is_in_the_schedulers_metadata():
-    assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
+    assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3, True)).metadata()["depth_gate"] == {
         "top_fraction": 0.25, "min_kept": 3, "gate_completion": True}
+    # the defaults: three quarters in contention, the acquisition gated, the completion not
+    assert make(lambda t, c: 0.0, depth_gate=DepthGate()).metadata()["depth_gate"] == {
+        "top_fraction": 0.75, "min_kept": 2, "gate_completion": False}
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
 
 
@@ -163,7 +166,7 @@ def test_a_gate_on_the_acquisition_only_leaves_the_completion_its_leader(gate_co
     records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
     # the policy prefers paused trials over new ones, the highest trial id first
     d = decider(lambda tid, c: -1.0 if tid is None else 0.1 * tid, obs,
-                DepthGate(gate_completion=gate_completion), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
+                DepthGate(0.5, gate_completion=gate_completion), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
     # trial 0 leads by its best score but is out of contention at epoch 2: completed only if
     # the gate leaves the completion alone; otherwise the policy's favourite in contention (2)
     assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == (2 if gate_completion else 0)
