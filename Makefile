@@ -34,10 +34,14 @@ test-fast: setup
 # and its figures from its runs. DEV: the folder holding the development data (lcbench,
 # lcbench-extra, taskset; not shipped): make benchmark DEV=FOLDER
 RESULTS_DIR ?= results/dev
+RESEEDED_DIR ?= results/reseeded
 benchmark: setup
 	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
 		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \
 		DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \
-		--seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
-	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures
+		--seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
+	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
+		--methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir $(RESEEDED_DIR)
+	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures \
+		--reseeded $(RESEEDED_DIR)

@@ -65,7 +65,10 @@ DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, task
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
               DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \\
-    --seeds 0 1 2 --n-workers 1 4 --n-jobs 2 --results-dir results/dev"""
+    --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/dev
+# ASHA again with other seeds, for the worst-task target's noise floor
+PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
+    --methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir results/reseeded"""
 
 PROTOCOL = """\
 - **Tasks run:** {tasks}. LCBench: `lcbench` (6 tasks) and `lcbench-extra` (18), YAHPO surrogate
@@ -306,7 +309,7 @@ def _ratio(mine: float, ref: float) -> float:
     return mine / ref
 
 
-def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:
+def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT, candidates: pd.DataFrame | None = None) -> pd.DataFrame:
     """
     Per (family, workers, method of ours), for both regrets at the full budget: the task where
     its mean regret is the largest multiple of the better reference's there (the lower of the
@@ -318,19 +321,25 @@ def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:
 
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
     :param limit: The ratio a task may reach (default :data:`RATIO_LIMIT`)
+    :param candidates: The runs held to the target, in the layout of ``long`` (default: the
+        runs of ours and their variants in ``long``); the references are always ``long``'s
     :return: Columns family, workers, method, then per regret kind ``KIND worst``
         (``ratio x (task: mean vs reference mean)``) and ``KIND > LIMIT x`` (``over/compared``)
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
-    means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
+    if candidates is None:
+        candidates = last[last["method"].str.startswith(OURS) & ~last["method"].isin(REFERENCES)]
+    else:
+        candidates = candidates[candidates["budget_point"] == candidates["budget_point"].max()]
+    means = pd.concat([last[last["method"].isin(REFERENCES)], candidates]).groupby(
+        ["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
     rows = []
-    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
-        refs = [r for r in REFERENCES if r in set(g["method"])]
+    for (family, n_workers), g in candidates.groupby(["benchmark", "n_workers"], sort=True):
+        in_cell = last[(last["benchmark"] == family) & (last["n_workers"] == n_workers)]
+        refs = [r for r in REFERENCES if r in set(in_cell["method"])]
         if not refs:
             continue
         for m in method_order(g["method"].unique(), OURS, REFERENCES):
-            if m in REFERENCES or not m.startswith(OURS):
-                continue
             row = {"family": family, "workers": n_workers, "method": m}
             for col, kind in REGRET_KINDS.items():
                 worst, over, compared = None, 0, 0
@@ -352,6 +361,17 @@ def worst_tasks(long: pd.DataFrame, limit: float = RATIO_LIMIT) -> pd.DataFrame:
                 row[f"{kind} > {limit:g}x"] = f"{over}/{compared}" if compared else "-"
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reseeded_long_from(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param long: :func:`~benchmarks.report.long_table` of references run with other seeds than
+        the grid's
+    :return: ``long`` with each method named ``NAME, seeds A-B`` (its lowest and highest seed),
+        so that it is not taken for the reference itself
+    """
+    seeds = long.groupby("method")["seed"].agg(["min", "max"])
+    return long.assign(method=long["method"].map(lambda m: f"{m}, seeds {seeds.loc[m, 'min']}-{seeds.loc[m, 'max']}"))
 
 
 def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
@@ -425,11 +445,14 @@ def render(
     out: Path,
     command: str,
     depth: pd.DataFrame | None = None,
+    reseeded: pd.DataFrame | None = None,
 ) -> str:
     """The markdown of RESULTS.md (see :func:`main`).
 
     :param depth: :func:`benchmarks.depth.depth_per_run` of ``results_dir`` with families as
         ``benchmark`` (None: no runs with a decision log)
+    :param reseeded: :func:`reseeded_long_from` of references run again with other seeds (None: no
+        such runs)
     """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
@@ -489,6 +512,18 @@ def render(
         "task), with the two means (inf: the reference's mean is 0), and the tasks where the "
         f"ratio is over {RATIO_LIMIT:g} / the tasks compared.\n\n"
         + (to_markdown(worst) if not worst.empty else "(no references)"),
+    ]
+    if reseeded is not None and not reseeded.empty:
+        parts += [
+            "### The same target for a reference run again",
+            "A reference run again with other seeds (the folder given with `--reseeded`; method "
+            "`NAME, seeds A-B`) and held to the same target against the references above: a "
+            "method that is a reference, by construction, and how often it is over "
+            f"{RATIO_LIMIT:g}x the better reference on a task at this many seeds. Ours cannot be "
+            "expected to do better than this on tasks where their means are alike.\n\n"
+            + to_markdown(worst_tasks(long, candidates=reseeded)),
+        ]
+    parts += [
         "## Depth: the completion's share of the budget",
         f"From the decision logs (`decision_log.csv`) of {n_logged} of the {n_runs} runs (runs made "
         "before the runner kept the log, and methods without one, are not covered; runs: with a "
@@ -515,9 +550,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("results_dir", help="results folder of the grid (benchmarks/run_benchmarks.py --results-dir)")
     p.add_argument("--out", default="benchmarks/RESULTS.md", help="markdown file to write")
     p.add_argument("--figures", default="benchmarks/figures", help="folder of the figures ('' for none)")
+    p.add_argument("--reseeded", default=None,
+                   help="results folder of references run with other seeds: held to the worst-task target")
     args = p.parse_args(argv)
-    if not Path(args.results_dir).is_dir():
-        p.error(f"results_dir {args.results_dir}: not a folder")
+    for name in ("results_dir", "reseeded"):
+        folder = getattr(args, name)
+        if folder is not None and not Path(folder).is_dir():
+            p.error(f"{name} {folder}: not a folder")
     runs = _as_families(load_runs(args.results_dir))
     if not runs:
         p.error(f"results_dir {args.results_dir}: no finished runs (run.json) under it")
@@ -525,11 +564,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = write_figures(runs, Path(args.figures)) if args.figures else []
     command = f"PYTHONPATH=. python -m benchmarks.results {args.results_dir} --out {args.out}"
     command += f" --figures {args.figures}" if args.figures else " --figures ''"
+    reseeded = None
+    if args.reseeded is not None:
+        reseeded_runs = _as_families(load_runs(args.reseeded))
+        if not reseeded_runs or any(r.summary["method"] not in REFERENCES for r in reseeded_runs):
+            p.error(f"reseeded {args.reseeded}: must hold finished runs of {' or '.join(REFERENCES)} only")
+        reseeded = reseeded_long_from(long_table(reseeded_runs, FRACTIONS))
+        command += f" --reseeded {args.reseeded}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     depth = depth_per_run(args.results_dir)
     depth["benchmark"] = depth["benchmark"].map(family_of)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth))
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 

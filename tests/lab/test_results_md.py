@@ -98,6 +98,24 @@ def test_worst_task_counts_the_tasks_over_the_limit():
     assert results.worst_tasks(partial).set_index("method").loc["DyHPO", "anytime > 1.5x"] == "1/3"
 
 
+def test_a_reference_run_again_is_held_to_the_same_target():
+    one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
+    long = pd.DataFrame(_rows("LCBench", 1, "ASHA", [0.1, 0.1, 0.0, 0.2, 0.3, 0.3], **one)
+                        + _rows("LCBench", 1, "BOHB", [0.2, 0.2, 0.1, 0.1, 0.3, 0.3], **one)
+                        + _rows("LCBench", 1, "DyHPO", 0.0, **one))
+    # ASHA run again with seeds 5-6: 0.2 on t1 (2x the better 0.1), 0.1 on t2 (1x), 0.3 on t3
+    again = pd.DataFrame(_rows("LCBench", 1, "ASHA", [0.2, 0.2, 0.1, 0.1, 0.3, 0.3],
+                               tasks=("t1", "t2", "t3"), seeds=(5, 6)))
+    again = results.reseeded_long_from(again)
+    assert set(again["method"]) == {"ASHA, seeds 5-6"}
+    table = results.worst_tasks(long, candidates=again).set_index("method")
+    assert list(table.index) == ["ASHA, seeds 5-6"]
+    assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
+    assert table.loc["ASHA, seeds 5-6", "anytime > 1.5x"] == "1/3"
+    # without candidates: ours only, the references' other seeds do not enter their means
+    assert list(results.worst_tasks(long).index) == [0]
+
+
 def test_leave_one_task_out_names_the_task_that_flips_the_choice():
     one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
     # per task, default / variant: t1 0.1 / 0.3, t2 0.2 / 0.1, t3 0.2 / 0.15 (seed 1 of t3: 0.25 / 0.10)
@@ -159,6 +177,16 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
     assert results.main(argv) == 0 and out.read_text() == text  # the same runs, the same file
     with pytest.raises(SystemExit):
         results.main([str(tmp_path / "data")])  # no runs there
+    assert "The same target for a reference run again" not in text
+    # ASHA run again with another seed (its own folder): a section holds it to the target
+    again = tmp_path / "again"
+    run_one(RunSpec("ASHA", str(data), "taskA", 7, 20), again)
+    assert results.main(argv + ["--reseeded", str(again)]) == 0
+    section = out.read_text().split("### The same target for a reference run again")[1].split("\n## ")[0]
+    assert "| tinybench | 1 | ASHA, seeds 7-7 | " in section
+    run_one(RunSpec("RandomSearch", str(data), "taskA", 7, 20), again)  # not a reference
+    with pytest.raises(SystemExit):
+        results.main(argv + ["--reseeded", str(again)])
 
 
 def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeypatch, tmp_path):
