@@ -144,17 +144,39 @@ def load_run(path_or_name: str | os.PathLike) -> Run:
             f"{path}: neither {RUN_INFO_FILENAME} nor {METADATA_FILENAME} says which metric was tuned and "
             "to which epoch (max_t); was it run with a freeze-thaw scheduler of syne_dyhpo?"
         )
-    results = _read_results(path)
+    return run_from_frames(
+        _read_results(path), _read_log(path / LOG_FILENAME), metric=metric, mode=mode, time_attr=time_attr,
+        max_t=max_t, path=path, checkpoint_template=info.get("checkpoint_template"),
+        backend=info.get("backend") or metadata.get("backend"), max_resource_attr=info.get("max_resource_attr"),
+        scheduler=info.get("scheduler") or metadata.get("scheduler_name"), info=info,
+    )
+
+
+def run_from_frames(results: pd.DataFrame, log: pd.DataFrame | None, metric: str, mode: str, time_attr: str,
+                    max_t: int, path: str | os.PathLike = ".", **kwargs: Any) -> Run:
+    """A run from its results and decision log already read (what :func:`load_run` does after
+    reading the folder): the log's repeated rows dropped (the last copy of each ``session``,
+    ``decision`` stands), times put on one axis (column ``t``). The frames are copied.
+
+    :param results: Syne Tune's results, one row per result in the order seen (``trial_id``,
+        ``time_attr``, ``metric``; ``st_tuner_time``, ``st_decision`` where present)
+    :param log: the decision log (columns :data:`syne_dyhpo.core.decision_log.COLUMNS`); None
+        or empty if the run has none
+    :param metric: the metric tuned
+    :param mode: "min" or "max"
+    :param time_attr: the epoch key of the results
+    :param max_t: the maximum epoch
+    :param path: the experiment folder, if any
+    :param kwargs: the other fields of :class:`Run` (``checkpoint_template``, ``backend``, ...)
+    :raises ValueError: if ``results`` has rows but no column ``metric`` or ``time_attr``
+    """
     if len(results) and (metric not in results or time_attr not in results):
         raise ValueError(f"{path}: the results have no column {metric!r} or {time_attr!r}")
-    log = _read_log(path / LOG_FILENAME)
+    results = results.copy()
+    log = _distinct_decisions(log.copy()) if log is not None and len(log) else _empty_log()
     _one_time_axis(results, log)
-    return Run(
-        path=path, metric=metric, mode=mode, time_attr=time_attr, max_t=int(max_t), results=results, log=log,
-        checkpoint_template=info.get("checkpoint_template"), backend=info.get("backend") or metadata.get("backend"),
-        max_resource_attr=info.get("max_resource_attr"), scheduler=info.get("scheduler") or metadata.get("scheduler_name"),
-        info=info,
-    )
+    return Run(path=Path(path), metric=metric, mode=mode, time_attr=time_attr, max_t=int(max_t), results=results,
+               log=log, **kwargs)
 
 
 def _read_json(path: Path) -> dict[str, Any]:
@@ -175,12 +197,19 @@ def _read_results(path: Path) -> pd.DataFrame:
     return pd.DataFrame(columns=["trial_id", "st_tuner_time"])
 
 
-def _read_log(path: Path) -> pd.DataFrame:
+def _empty_log() -> pd.DataFrame:
     from syne_dyhpo.core.decision_log import COLUMNS
 
+    return pd.DataFrame(columns=list(COLUMNS))
+
+
+def _read_log(path: Path) -> pd.DataFrame:
     if not path.exists() or path.stat().st_size == 0:
-        return pd.DataFrame(columns=list(COLUMNS))
-    log = pd.read_csv(path, on_bad_lines="skip")  # a line cut by a crash is skipped
+        return _empty_log()
+    return pd.read_csv(path, on_bad_lines="skip")  # a line cut by a crash is skipped
+
+
+def _distinct_decisions(log: pd.DataFrame) -> pd.DataFrame:
     # a row written by a process that crashed after the tuner's last save may come again from
     # the continued run: the last copy of each (session, decision) stands
     return log.drop_duplicates(subset=["session", "decision"], keep="last").reset_index(drop=True)
