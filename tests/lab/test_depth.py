@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from benchmarks import results
-from benchmarks.depth import best_trained_trials, completion_depth, completion_segments, depth_per_run
+from benchmarks.depth import completion_depth, depth_per_run
 
 NAN = np.nan
 LOG_COLUMNS = ["session", "decision", "time", "trial_id", "epoch", "action", "next", "next_trial_id",
@@ -44,50 +44,62 @@ LOG = _log([
 ])
 
 
-def test_segments_of_resume_and_continue_rows():
-    segments = completion_segments(LOG, RESULTS, "epoch")
-    assert segments.values.tolist() == [[0, 1, 2], [0, 2, 4], [1, 2, 4]]
-
-
 def test_a_completed_leader_that_got_overtaken():
     depth = completion_depth(LOG, RESULTS, "loss", True, "epoch", 4)
-    # 9 epochs; the completion gave trial 0 epochs 2, 3, 4 and trial 1 epochs 3, 4; trial 1 is
-    # the best trained (0.1 < 0.3): trial 0's 3 epochs went elsewhere
-    assert depth["best_trained"] == [1]
+    # 9 epochs; the completion gave trial 0 epochs 2 (resume), 3, 4 (continue) and trial 1 epochs
+    # 3, 4 (resume; its epoch 2 is the acquisition's, trial 2's dropped row gives no epochs);
+    # trial 1 is the best trained (0.1 < 0.3): trial 0's 3 epochs went elsewhere
+    assert depth["best_trained"] == 1
     assert (depth["epochs"], depth["completion_epochs"], depth["completion_elsewhere"]) == (9, 5, 3)
     assert depth["completion_share"] == pytest.approx(5 / 9) and depth["elsewhere_share"] == pytest.approx(3 / 9)
     # maximised, trial 0 (0.3) is the best trained: trial 1's 2 epochs went elsewhere
-    assert completion_depth(LOG, RESULTS, "loss", False, "epoch", 4)["completion_elsewhere"] == 2
+    maximised = completion_depth(LOG, RESULTS, "loss", False, "epoch", 4)
+    assert (maximised["best_trained"], maximised["completion_elsewhere"]) == (0, 2)
 
 
 def test_no_trained_trial_every_completion_epoch_went_elsewhere():
     depth = completion_depth(LOG, RESULTS, "loss", True, "epoch", 5)
-    assert depth["best_trained"] == []
+    assert depth["best_trained"] is None
     assert (depth["completion_epochs"], depth["completion_elsewhere"]) == (5, 5)
 
 
-def test_tied_best_trained_trials_are_all_the_best():
+def test_of_tied_trials_the_first_is_the_best_trained():
+    # the report's model to take home is one trial: of trials tied at max_t the smallest id.
+    # (Every tied trial counted as the best trained before, and nothing went elsewhere here.)
     tied = _results([(0, [0.5, 0.4, 0.35, 0.1]), (1, [0.6, 0.3, 0.2, 0.1]), (2, [0.9, NAN, NAN, NAN])])
-    assert best_trained_trials(tied, "loss", True, "epoch", 4) == {0, 1}
-    assert completion_depth(LOG, tied, "loss", True, "epoch", 4)["completion_elsewhere"] == 0
+    depth = completion_depth(LOG, tied, "loss", True, "epoch", 4)
+    # trial 0 is the best trained: trial 1's completion epochs 3, 4 went elsewhere
+    assert (depth["best_trained"], depth["completion_epochs"], depth["completion_elsewhere"]) == (0, 5, 2)
     # a diverged value at max_t is never the best trained
-    assert best_trained_trials(tied, "loss", False, "epoch", 4) == {0, 1}
+    assert completion_depth(LOG, tied, "loss", False, "epoch", 4)["best_trained"] == 0
 
 
-def test_the_log_is_read_in_decision_order():
+def test_the_order_of_the_log_rows_does_not_matter():
     shuffled = LOG.iloc[[0, 1, 2, 6, 4, 3, 5, 7, 8, 9]]  # rows written out of decision order
-    assert completion_segments(shuffled, RESULTS, "epoch").values.tolist() == [[0, 1, 2], [0, 2, 4], [1, 2, 4]]
+    assert completion_depth(shuffled, RESULTS, "loss", True, "epoch", 4) == completion_depth(
+        LOG, RESULTS, "loss", True, "epoch", 4)
 
 
-def test_a_resume_of_a_trial_the_log_has_no_row_of_starts_at_its_last_result_before_it():
+def test_a_repeated_log_row_counts_once_and_the_last_copy_stands():
+    # a row written again by a continued run (same session and decision): the report keeps the
+    # last copy; here the copy says the acquisition gave trial 1 its epochs 3, 4
+    again = LOG.iloc[[6]].assign(reason="acquisition")
+    depth = completion_depth(pd.concat([LOG, again]), RESULTS, "loss", True, "epoch", 4)
+    assert (depth["completion_epochs"], depth["completion_elsewhere"]) == (3, 3)
+
+
+def test_epochs_before_the_first_decision_of_a_trial_count_for_it():
+    # the only decision the log has of trial 3 resumes it to epoch 4: every epoch up to 4 is
+    # trained for its reason (the report's timeline draws them so). The results' clock is not
+    # read (it was before: epochs 1, 2 reported by time 5 did not count, 2 of 4).
     results_ = _results([(3, [0.5, 0.4, 0.3, 0.2])], times=[1.0, 2.0, 6.0, 7.0])
     log = _log([(5.0, NAN, NAN, "", "resume", 3, 4, "completion")])
-    # epochs 1, 2 were reported by time 5: the segment is (2, 4]
-    assert completion_segments(log, results_, "epoch").values.tolist() == [[3, 2, 4]]
-    assert completion_depth(log, results_, "loss", True, "epoch", 4)["completion_epochs"] == 2
-    # without the results' clock: from epoch 0
+    assert completion_depth(log, results_, "loss", True, "epoch", 4)["completion_epochs"] == 4
     no_clock = results_.drop(columns="st_tuner_time")
     assert completion_depth(log, no_clock, "loss", True, "epoch", 4)["completion_epochs"] == 4
+    # a later epoch than any decision's next_epoch has no reason ("unknown")
+    longer = _results([(3, [0.5, 0.4, 0.3, 0.2, 0.1])])
+    assert completion_depth(log, longer, "loss", True, "epoch", 5)["completion_epochs"] == 4
     assert completion_depth(log.iloc[:0], results_, "loss", True, "epoch", 4)["completion_epochs"] == 0
 
 
@@ -103,7 +115,9 @@ def _run(folder, method, task, seed, log=None):
 
 
 def test_depth_table_covers_the_runs_with_a_log(tmp_path):
-    # t1: the log above (5 and 3 of 9 epochs); t2: the completion gave trial 0 its epoch 2 (1 of 9)
+    # t1: the log above (5 and 3 of 9 epochs); t2: the completion's resume of trial 0 to epoch 2 is
+    # the log's only decision of trial 0, so its epochs 1 and 2 are the completion's (2 of 9; 1 of 9
+    # before, when epoch 1 was attributed to no decision)
     one = _log([(0.0, 0, 1, "PAUSE", "resume", 0, 2, "completion")])
     _run(tmp_path / "a", "DeepPowerLaw", "t1", 0, LOG)
     _run(tmp_path / "b", "DeepPowerLaw", "t2", 0, one)
@@ -113,7 +127,7 @@ def test_depth_table_covers_the_runs_with_a_log(tmp_path):
     LOG.to_csv(tmp_path / "e" / "decision_log.csv", index=False)  # a run still going: no run.json
     per_run = depth_per_run(tmp_path)
     assert sorted(per_run["task"]) == ["t1", "t2"]
-    assert per_run.set_index("task").loc["t2", "completion_elsewhere"] == 1  # trial 1 is the best trained
+    assert per_run.set_index("task").loc["t2", "completion_elsewhere"] == 2  # trial 1 is the best trained
     per_run["benchmark"] = per_run["benchmark"].map(results.family_of)
     long = pd.DataFrame([
         dict(benchmark="LCBench", n_workers=4, method=m, task=t, seed=0, budget_point=f)
@@ -122,8 +136,8 @@ def test_depth_table_covers_the_runs_with_a_log(tmp_path):
     ])
     table = results.depth_table(per_run, long)
     assert table.values.tolist() == [
-        # (5/9 + 1/9) / 2 = 0.333; (3/9 + 1/9) / 2 = 0.222
-        ["LCBench", 4, "DeepPowerLaw", "2/3", "0.333", "0.222"],
+        # (5/9 + 2/9) / 2 = 0.389; (3/9 + 2/9) / 2 = 0.278
+        ["LCBench", 4, "DeepPowerLaw", "2/3", "0.389", "0.278"],
     ]
     assert results.depth_table(per_run.iloc[:0], long).empty
 
