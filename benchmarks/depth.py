@@ -30,7 +30,7 @@ import pandas as pd
 
 from syne_dyhpo.report.loading import run_from_frames
 from syne_dyhpo.report.summary import take_home, trial_histories
-from syne_dyhpo.report.timeline import epoch_reasons
+from syne_dyhpo.report.timeline import reasons_by_trial
 
 #: decision log file a freeze-thaw scheduler writes (:data:`syne_dyhpo.core.decision_log.LOG_FILENAME`)
 DECISION_LOG = "decision_log.csv"
@@ -68,8 +68,8 @@ def completion_depth(
     histories = trial_histories(run)
     best = take_home(run, histories).trial_id
     spent = elsewhere = 0
-    for trial_id, h in histories.items():
-        n_completion = sum(r == COMPLETION for r in epoch_reasons(run, trial_id, h.epochs))
+    for trial_id, reasons in reasons_by_trial(run, histories).items():
+        n_completion = sum(r == COMPLETION for r in reasons)
         spent += n_completion
         elsewhere += n_completion if trial_id != best else 0
     n = len(results)

@@ -11,6 +11,7 @@ the others in one shared row at the bottom.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -43,14 +44,36 @@ REASON_COLOURS = {
 }
 
 
+#: ``next`` of the decisions that give a trial a segment of epochs
+SEGMENT_DECISIONS = ("start", "resume", "continue")
+
+
 def epoch_reasons(run: Run, trial_id: int, epochs: list[int]) -> list[str]:
     """Why each of the trial's epochs was trained: the reason of the last decision that gave
     the trial the segment ending at or after that epoch (``next_epoch``)."""
     log = run.log
     if not len(log):
         return ["unknown"] * len(epochs)
-    chosen = log[(log["next_trial_id"] == trial_id) & log["next"].isin(["start", "resume", "continue"])]
-    pairs = sorted(zip(chosen["next_epoch"].astype(float), chosen["reason"].astype(str)), key=lambda p: p[0])
+    chosen = log[(log["next_trial_id"] == trial_id) & log["next"].isin(SEGMENT_DECISIONS)]
+    return _reasons(zip(chosen["next_epoch"].astype(float), chosen["reason"].astype(str)), epochs)
+
+
+def reasons_by_trial(run: Run, histories: dict[int, TrialHistory]) -> dict[int, list[str]]:
+    """:func:`epoch_reasons` of every trial's reported epochs (``histories``), the log read once."""
+    log = run.log
+    if not len(log):
+        return {tid: ["unknown"] * len(h.epochs) for tid, h in histories.items()}
+    chosen = log[log["next"].isin(SEGMENT_DECISIONS)]
+    given = {tid: list(zip(g["next_epoch"].astype(float), g["reason"].astype(str)))
+             for tid, g in chosen.groupby("next_trial_id", sort=False)}
+    return {tid: _reasons(given.get(tid, []), h.epochs) for tid, h in histories.items()}
+
+
+def _reasons(decisions: Iterable[tuple[float, str]], epochs: list[int]) -> list[str]:
+    """``decisions``: (next_epoch, reason) of the decisions that gave a trial a segment, in the
+    log's order; of those ending at or after an epoch, the one ending first (the first in the log
+    of equal ones) gave it."""
+    pairs = sorted(decisions, key=lambda p: p[0])
     out = []
     for epoch in epochs:
         reason = next((r for e, r in pairs if e >= epoch), "unknown")

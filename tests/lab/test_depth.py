@@ -74,6 +74,25 @@ def test_of_tied_trials_the_first_is_the_best_trained():
     assert completion_depth(LOG, tied, "loss", False, "epoch", 4)["best_trained"] == 0
 
 
+def test_the_reasons_of_all_trials_at_once_are_the_timelines():
+    # depth.py reads the log once (reasons_by_trial); the timeline asks per trial (epoch_reasons)
+    from syne_dyhpo.report.loading import run_from_frames
+    from syne_dyhpo.report.summary import trial_histories
+    from syne_dyhpo.report.timeline import epoch_reasons, reasons_by_trial
+
+    for log in (LOG, LOG.iloc[[0, 1, 2, 6, 4, 3, 5, 7, 8, 9]], LOG.iloc[:0]):
+        run = run_from_frames(RESULTS, log, "loss", "min", "epoch", 4)
+        histories = trial_histories(run)
+        expected = {tid: epoch_reasons(run, tid, h.epochs) for tid, h in histories.items()}
+        assert reasons_by_trial(run, histories) == expected
+    run = run_from_frames(RESULTS, LOG, "loss", "min", "epoch", 4)
+    assert reasons_by_trial(run, trial_histories(run)) == {
+        0: ["initial_random", "completion", "completion", "completion"],
+        1: ["initial_random", "acquisition", "completion", "completion"],
+        2: ["acquisition"],
+    }
+
+
 def test_the_order_of_the_log_rows_does_not_matter():
     shuffled = LOG.iloc[[0, 1, 2, 6, 4, 3, 5, 7, 8, 9]]  # rows written out of decision order
     assert completion_depth(shuffled, RESULTS, "loss", True, "epoch", 4) == completion_depth(
@@ -142,18 +161,30 @@ def test_depth_table_covers_the_runs_with_a_log(tmp_path):
     assert results.depth_table(per_run.iloc[:0], long).empty
 
 
-@pytest.mark.slow  # starts a Tuner
-def test_depth_of_a_real_run_matches_the_timeline_attribution(tmp_path):
-    """A DyHPO run with 2 workers: the completion's epochs read by benchmarks/depth.py are those
-    the trial timeline (syne_dyhpo.report.timeline) draws as the completion's, and RESULTS.md
-    shows their shares."""
-    from types import SimpleNamespace
+def _reasons_by_time(log, res):
+    """The reason each result row was trained for, read from the clock: that of the trial's latest
+    decision giving it a segment made before the result (the simulator's ``st_tuner_time`` and
+    the log's ``time`` are one clock; a "continue" is decided on the result before its epochs)."""
+    given = log[log["next"].isin(["start", "resume", "continue"])]
+    given = given.sort_values(["session", "decision"]).sort_values("time", kind="stable")
+    reasons = []
+    for row in res.itertuples(index=False):
+        before = given[(given["next_trial_id"] == row.trial_id) & (given["time"] < row.st_tuner_time)]
+        reasons.append(before["reason"].iloc[-1] if len(before) else "unknown")
+    return pd.Series(reasons, index=res.index)
 
+
+@pytest.mark.slow  # starts a Tuner
+def test_depth_of_a_real_run_matches_the_clock_and_the_report(tmp_path):
+    """A DyHPO run with 2 workers: the completion's epochs read by benchmarks/depth.py are those
+    the decisions made before each result trained (read from the clock, not by next_epoch), its
+    best trained configuration is the best value at max_t and the model the report of the run's
+    folder takes home, and RESULTS.md shows the shares."""
     from syne_tune.blackbox_repository.blackbox_tabular import serialize
 
     from benchmarks.runner import RunSpec, run_one
     from conftest import tiny_blackbox
-    from syne_dyhpo.report.timeline import epoch_reasons
+    from syne_dyhpo.report import make_report
 
     data = tmp_path / "data" / "tinybench"
     data.parent.mkdir()
@@ -164,13 +195,13 @@ def test_depth_of_a_real_run_matches_the_timeline_attribution(tmp_path):
     (folder,) = [p.parent for p in (tmp_path / "runs").rglob("decision_log.csv")]
     log, res = pd.read_csv(folder / "decision_log.csv"), pd.read_csv(folder / "results.csv.gz")
     depth = completion_depth(log, res, "error", True, "epoch", 8)
-    by_timeline = sum(
-        reason == "completion"
-        for trial, g in res.groupby("trial_id")
-        for reason in epoch_reasons(SimpleNamespace(log=log), trial, list(g["epoch"]))
-    )
-    assert depth["completion_epochs"] == by_timeline > 0
-    assert depth["epochs"] == len(res) and len(depth["best_trained"]) >= 1
+    at_max = res[res["epoch"] == 8].sort_values("trial_id", kind="stable")
+    best = at_max["trial_id"].iloc[at_max["error"].to_numpy().argmin()]
+    assert depth["best_trained"] == best == make_report(folder, pictures=False).take_home.trial_id
+    by_clock = _reasons_by_time(log, res) == "completion"
+    assert depth["completion_epochs"] == by_clock.sum() > 0
+    assert depth["completion_elsewhere"] == (by_clock & (res["trial_id"] != best)).sum() > 0
+    assert depth["epochs"] == len(res)
     out = tmp_path / "RESULTS.md"
     assert results.main([str(tmp_path / "runs"), "--out", str(out), "--figures", ""]) == 0
     text = out.read_text()
