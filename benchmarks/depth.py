@@ -105,6 +105,8 @@ def depth_per_run(results_dir: str | Path) -> pd.DataFrame:
         )
         rows.append({"benchmark": s["benchmark"], "task": s["task"], "method": s["method"], "seed": s["seed"],
                      "n_workers": s["n_workers"], **depth})
-    return pd.DataFrame(rows, columns=["benchmark", "task", "method", "seed", "n_workers", "epochs",
-                                       "completion_epochs", "completion_elsewhere", "completion_share",
-                                       "elsewhere_share", "best_trained"])
+    per_run = pd.DataFrame(rows, columns=["benchmark", "task", "method", "seed", "n_workers", "epochs",
+                                          "completion_epochs", "completion_elsewhere", "completion_share",
+                                          "elsewhere_share", "best_trained"])
+    per_run["best_trained"] = per_run["best_trained"].astype("Int64")  # a trial id, <NA> for none
+    return per_run

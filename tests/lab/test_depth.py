@@ -147,6 +147,7 @@ def test_depth_table_covers_the_runs_with_a_log(tmp_path):
     per_run = depth_per_run(tmp_path)
     assert sorted(per_run["task"]) == ["t1", "t2"]
     assert per_run.set_index("task").loc["t2", "completion_elsewhere"] == 2  # trial 1 is the best trained
+    assert per_run["best_trained"].tolist() == [1, 1]
     per_run["benchmark"] = per_run["benchmark"].map(results.family_of)
     long = pd.DataFrame([
         dict(benchmark="LCBench", n_workers=4, method=m, task=t, seed=0, budget_point=f)
