@@ -6,13 +6,15 @@ Read from the decision log a freeze-thaw scheduler writes (``decision_log.csv``,
 and the run's results (``results.csv.gz``: one row per epoch the scheduler saw). Runs without
 a decision log (other methods, or runs made before the runner copied it) are skipped.
 Both definitions are the run report's (:mod:`syne_dyhpo.report`), applied to the run as
-:func:`syne_dyhpo.report.loading.run_from_frames` reads it:
+:func:`syne_dyhpo.report.loading.run_from_frames` reads it (a log row repeated by a continued
+run counts once, its last copy):
 
 * The *completion's epochs*: the result rows whose reason is "completion" by
   :func:`syne_dyhpo.report.timeline.epoch_reasons` (the epochs the report's timeline draws
-  as the completion's): an epoch of a trial is trained for the reason of the decision, among
-  those that gave the trial a segment (``next`` in "start", "resume", "continue"), with the
-  smallest ``next_epoch`` at or above the epoch.
+  as the completion's; :func:`~syne_dyhpo.report.timeline.reasons_by_trial` for all trials at
+  once): an epoch of a trial is trained for the reason of the decision, among those that gave
+  the trial a segment (``next`` in "start", "resume", "continue"), with the smallest
+  ``next_epoch`` at or above the epoch (of equal ones, the first in the log).
 * The *best trained configuration*: the report's model to take home,
   :func:`syne_dyhpo.report.summary.take_home`: the trial trained to ``max_t`` with the best
   finite value there (one trial; of tied ones the smallest trial id). If no trial reached
