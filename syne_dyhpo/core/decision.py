@@ -72,7 +72,8 @@ class DecisionMaker:
         is this decision maker's own (:attr:`completion`)
     :param promotion: successive-halving promotion (None: none, the papers)
     :param depth_gate: narrows the trials that may get the next segment to those in contention
-        at their epochs, for the completion and the acquisition (None: none, the papers)
+        at their epochs, for the acquisition and, if the gate says so, the completion (None:
+        none, the papers)
     :param max_kept_paused: most paused trials kept resumable (None: all;
         ``PausedCheckpoints.max_kept``)
     """
