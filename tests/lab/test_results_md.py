@@ -100,20 +100,26 @@ def test_worst_task_counts_the_tasks_over_the_limit():
 
 def test_a_reference_run_again_is_held_to_the_same_target():
     one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
+    # means per task: ASHA 0.1, 0.1, 0.3; BOHB 0.2, 0.05, 0.3
     long = pd.DataFrame(_rows("LCBench", 1, "ASHA", [0.1, 0.1, 0.0, 0.2, 0.3, 0.3], **one)
-                        + _rows("LCBench", 1, "BOHB", [0.2, 0.2, 0.1, 0.1, 0.3, 0.3], **one)
+                        + _rows("LCBench", 1, "BOHB", [0.2, 0.2, 0.05, 0.05, 0.3, 0.3], **one)
                         + _rows("LCBench", 1, "DyHPO", 0.0, **one))
-    # ASHA run again with seeds 5-6: 0.2 on t1 (2x the better 0.1), 0.1 on t2 (1x), 0.3 on t3
+    # ASHA run again with seeds 5-6: 0.2 on t1 (2x ASHA's 0.1), 0.1 on t2 (2x BOHB's 0.05), 0.3 on t3
     again = pd.DataFrame(_rows("LCBench", 1, "ASHA", [0.2, 0.2, 0.1, 0.1, 0.3, 0.3],
                                tasks=("t1", "t2", "t3"), seeds=(5, 6)))
     again = results.reseeded_long_from(again)
     assert set(again["method"]) == {"ASHA, seeds 5-6"}
     table = results.worst_tasks(long, candidates=again).set_index("method")
     assert list(table.index) == ["ASHA, seeds 5-6"]
-    assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
-    assert table.loc["ASHA, seeds 5-6", "anytime > 1.5x"] == "1/3"
+    assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"  # equal ratios: the larger mean
+    assert table.loc["ASHA, seeds 5-6", "anytime > 1.5x"] == "2/3"
     # without candidates: ours only, the references' other seeds do not enter their means
-    assert list(results.worst_tasks(long).index) == [0]
+    assert list(results.worst_tasks(long)["method"]) == ["DyHPO"]
+    # against the better reference, then against ASHA's own seeds alone (the noise floor): t1 only
+    both = results.reseeded_worst_tasks(long, again)
+    assert list(both["against"]) == ["better of ASHA, BOHB", "ASHA alone"]
+    assert list(both["anytime > 1.5x"]) == ["2/3", "1/3"]
+    assert both.iloc[1]["anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
 
 
 def test_leave_one_task_out_names_the_task_that_flips_the_choice():
