@@ -55,9 +55,9 @@ DEVIATIONS = (
     ("DeepPowerLaw", "DeepPowerLaw-no-completion",
      "the incumbent completion off (`completion=None`), the papers' setting"),
     ("DyHPO", "DyHPO-depth-gate-acquisition", "the depth gate on the acquisition only, three quarters in "
-     "contention (`depth_gate=DepthGate(top_fraction=0.75, gate_completion=False)`), a candidate default"),
+     "contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
     ("DeepPowerLaw", "DeepPowerLaw-depth-gate-acquisition", "the depth gate on the acquisition only, three "
-     "quarters in contention (`depth_gate=DepthGate(top_fraction=0.75, gate_completion=False)`), a candidate default"),
+     "quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
 )
 
 GRID_COMMAND = """\

@@ -114,7 +114,7 @@ NO_COMPLETION: dict[str, Any] = {"completion": None}
 
 #: Our methods with the depth gate on the acquisition (not in the papers, off by default): the
 #: study of whether it should be on
-DEPTH_GATE_ACQUISITION: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75, gate_completion=False)}
+DEPTH_GATE_ACQUISITION: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours is one named deviation from the papers, set to the papers' setting

@@ -71,9 +71,9 @@ class DecisionMaker:
     :param completion: the incumbent completion's settings (None: none, the papers); its state
         is this decision maker's own (:attr:`completion`)
     :param promotion: successive-halving promotion (None: none, the papers)
-    :param depth_gate: narrows the trials that may get the next segment to those in contention
-        at their epochs, for the acquisition and, if the gate says so, the completion (None:
-        none, the papers)
+    :param depth_gate: narrows the trials the acquisition (and the promotion) may give the next
+        segment to those in contention at their epochs; the completion is not gated (None: none,
+        the papers)
     :param max_kept_paused: most paused trials kept resumable (None: all;
         ``PausedCheckpoints.max_kept``)
     """
@@ -145,16 +145,13 @@ class DecisionMaker:
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
             return Decision.resume(records[self.rng.randint(len(records))].trial_id)
-        completable = records
+        champion = None if self.completion is None else self.completion.choose(records, num_workers)
+        if champion is not None:
+            return Decision.resume(champion.trial_id)
         if self.depth_gate is not None:
             in_contention = self.depth_gate.in_contention(records, self.observations)
             if in_contention or new_configs:
                 records = in_contention
-            if self.depth_gate.gate_completion:
-                completable = records
-        champion = None if self.completion is None else self.completion.choose(completable, num_workers)
-        if champion is not None:
-            return Decision.resume(champion.trial_id)
         promotion = self.promotion
         if promotion is not None and promotion.probability > 0 and self.rng.uniform() < promotion.probability:
             promoted = promotion.promote(records, self.observations)

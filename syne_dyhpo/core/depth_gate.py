@@ -9,36 +9,32 @@ from typing import Sequence
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.checks import checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
 
 
 @dataclass(frozen=True)
 class DepthGate:
-    """Before a decision, the trials that may get the next segment (paused ones and the
-    reporting one) are narrowed to those in contention at their last epoch ``e``: whose value
-    at ``e`` ranks among the best ``max(min_kept, ceil(top_fraction * n_e))`` of the ``n_e``
-    values all trials reported at ``e`` (equal budgets, as successive halving compares them).
-    The acquisition (and, with ``gate_completion``, the incumbent completion) then chooses among
-    those, so it does not train further a trial the observed curves at equal budget no longer
-    support. A trial out
-    of contention stays paused: it is back in contention if later trials reaching ``e`` rank
-    below it. If no trial is in contention and no new configuration is on offer, the gate is
-    not applied (a decision must be made). The papers have no gate (a scheduler's
+    """When the incumbent completion has not claimed the next segment, the trials the
+    acquisition may give it (paused ones and the reporting one) are narrowed to those in
+    contention at their last epoch ``e``: whose value at ``e`` ranks among the best
+    ``max(min_kept, ceil(top_fraction * n_e))`` of the ``n_e`` values all trials reported at
+    ``e`` (equal budgets, as successive halving compares them). So the acquisition does not
+    train further a trial the observed curves at equal budget no longer support. A trial out of
+    contention stays paused: it is back in contention if later trials reaching ``e`` rank below
+    it. If no trial is in contention and no new configuration is on offer, the gate is not
+    applied (a decision must be made). The completion is not gated: its leader is trained to
+    ``max_t`` even when out of contention. The papers have no gate (a scheduler's
     ``depth_gate=None``, the default).
 
     :param top_fraction: share of the values reported at an epoch whose trials are in
         contention, in (0, 1]. Defaults to 0.75
     :param min_kept: at least this many of the best values at an epoch are in contention
         (an epoch few trials reached is weak evidence). Defaults to 2
-    :param gate_completion: the incumbent completion, too, chooses only among the trials in
-        contention; False: only the acquisition (and promotions) do, and the completion
-        chooses among all trials that may get the next segment. Defaults to False
     """
 
     top_fraction: float = 0.75
     min_kept: int = 2
-    gate_completion: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -47,7 +43,6 @@ class DepthGate:
             checked_number(f"{name}.top_fraction", self.top_fraction, math.ulp(0.0), 1.0, "a number in (0, 1]"),
         )
         object.__setattr__(self, "min_kept", checked_integer(f"{name}.min_kept", self.min_kept, 1))
-        object.__setattr__(self, "gate_completion", checked_flag(f"{name}.gate_completion", self.gate_completion))
 
     def in_contention(self, records: Sequence[TrialRecord], observations: Observations) -> list[TrialRecord]:
         """The records in contention at their last epochs (in their order); a record without a

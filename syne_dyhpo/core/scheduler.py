@@ -114,8 +114,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         several schedulers. Defaults to ``IncumbentCompletion()``; None is the papers (no
         completion)
     :param depth_gate: narrows the trials that may get a further segment from the acquisition
-        (and, if the gate says so, from the completion) to those whose value at their last epoch
-        ranks in contention among all values reported at that epoch
+        to those whose value at their last epoch ranks in contention among all values reported
+        at that epoch (the completion is not gated)
         (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Defaults to None (the papers: every
         paused trial is a candidate)
     :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's

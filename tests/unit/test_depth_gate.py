@@ -91,7 +91,7 @@ def decider(prefer, obs: Observations, gate: DepthGate | None, completion: Incum
 FALLEN_LEADER = {0: [0.05, 0.9], 1: [0.4, 0.3], 2: [0.45, 0.4], 3: [0.5, 0.5]}
 
 
-@pytest.mark.parametrize("gate", [None, DepthGate(0.5, gate_completion=True)])
+@pytest.mark.parametrize("gate", [None, DepthGate(0.5)])
 def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
     obs = observations(FALLEN_LEADER)
     records = [obs.trials[t] for t in range(4)]
@@ -110,41 +110,12 @@ def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
     assert d.decide([records[3]], [], np.zeros((0, 1)), num_started=4).trial_id == 3
 
 
-@pytest.mark.parametrize("gate", [None, DepthGate(0.5, gate_completion=True)])
-def test_the_completion_chooses_only_among_trials_in_contention(gate):
-    obs = observations(FALLEN_LEADER)
-    records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
-    # the policy prefers new configurations: only the completion resumes a trial
-    d = decider(lambda tid, c: 1.0 if tid is None else 0.0, obs, gate,
-                IncumbentCompletion(after=1, delay=0.0, commit_after=None))
-    # trial 0 leads by its best score (one leader); with the gate it is out of contention at
-    # its epoch, so the completion passes and the policy starts the new configuration
-    decision = d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4)
-    assert (decision.trial_id, decision.config) == ((0, None) if gate is None else (None, {"x": 9}))
-    assert d.completion.num_completions == (1 if gate is None else 0)
-    # trial 0 back in contention (two more trials reached epoch 2 with worse losses): completed
-    for tid in (4, 5):
-        obs.add_trial(tid, {"x": tid}, np.zeros(1))
-        obs.add_result(tid, 1, 0.99)
-        obs.add_result(tid, 2, 0.95)
-    # at epoch 2: 0.3, 0.4, 0.5, 0.9, 0.95, 0.95: the top 3 are trials 1-3 still
-    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=6).trial_id == (0 if gate is None else None)
-    obs.add_trial(6, {"x": 6}, np.zeros(1))
-    obs.add_result(6, 1, 0.99)
-    obs.add_result(6, 2, 0.97)
-    obs.add_trial(7, {"x": 7}, np.zeros(1))
-    obs.add_result(7, 1, 0.99)
-    obs.add_result(7, 2, 0.98)
-    # eight values at epoch 2: the top 4 take in 0.9 (trial 0)
-    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=8).trial_id == 0
-
-
 def test_the_gate_is_in_the_schedulers_metadata():
-    assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3, True)).metadata()["depth_gate"] == {
-        "top_fraction": 0.25, "min_kept": 3, "gate_completion": True}
-    # the defaults: three quarters in contention, the acquisition gated, the completion not
+    assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
+        "top_fraction": 0.25, "min_kept": 3}
+    # the defaults: three quarters in contention
     assert make(lambda t, c: 0.0, depth_gate=DepthGate()).metadata()["depth_gate"] == {
-        "top_fraction": 0.75, "min_kept": 2, "gate_completion": False}
+        "top_fraction": 0.75, "min_kept": 2}
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
 
 
@@ -160,19 +131,17 @@ def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_d
     assert report(s, t1, 1, 0.5) == D.CONTINUE
 
 
-@pytest.mark.parametrize("gate_completion", [True, False])
-def test_a_gate_on_the_acquisition_only_leaves_the_completion_its_leader(gate_completion):
+def test_the_completion_is_not_gated_it_keeps_its_leader():
     obs = observations(FALLEN_LEADER)
     records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
     # the policy prefers paused trials over new ones, the highest trial id first
     d = decider(lambda tid, c: -1.0 if tid is None else 0.1 * tid, obs,
-                DepthGate(0.5, gate_completion=gate_completion), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
-    # trial 0 leads by its best score but is out of contention at epoch 2: completed only if
-    # the gate leaves the completion alone; otherwise the policy's favourite in contention (2)
-    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == (2 if gate_completion else 0)
-    assert d.completion.num_completions == (0 if gate_completion else 1)
-    # the acquisition is gated either way: without the completion, trial 3 (out) is not chosen
+                DepthGate(0.5), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
+    # trial 0 leads by its best score but is out of contention at epoch 2: the completion
+    # resumes it all the same
+    assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == 0
+    assert d.completion.num_completions == 1
+    # the acquisition is gated: without the completion, trial 3 (out) is not chosen, but
+    # the policy's favourite in contention, trial 2
     d.completion = None
     assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == 2
-    with pytest.raises(ValueError, match="DepthGate.gate_completion must be True or False, got 'no'$"):
-        DepthGate(gate_completion="no")
