@@ -400,6 +400,33 @@ def reseeded_worst_tasks(long: pd.DataFrame, reseeded: pd.DataFrame) -> pd.DataF
         ["family", "workers", "method"], kind="stable").reset_index(drop=True)
 
 
+def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + REFERENCES) -> pd.DataFrame:
+    """
+    Each method against itself: per (family, workers), its runs of the second half of the seeds
+    it ran there held to the worst-task target against its runs of the first half alone (the
+    lower half of the sorted seeds; an odd seed out is left out). A method differs from itself
+    only by its seeds, so the tasks counted are the target's noise floor at half the seeds.
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param methods: The methods split (default: ours and the references)
+    :return: :func:`worst_tasks` rows, method ``NAME, seeds C-D against A-B``
+    """
+    tables = []
+    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+        for m in methods:
+            seeds = sorted(g.loc[g["method"] == m, "seed"].unique())
+            half = len(seeds) // 2
+            if half == 0:
+                continue
+            first, second = seeds[:half], seeds[half: 2 * half]
+            runs = g[g["method"] == m]
+            name = f"{m}, seeds {second[0]}-{second[-1]} against {first[0]}-{first[-1]}"
+            tables.append(worst_tasks(runs[runs["seed"].isin(first)],
+                                      candidates=runs[runs["seed"].isin(second)].assign(method=name),
+                                      references=(m,)))
+    return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
+
+
 def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
     """
     :param depth: :func:`benchmarks.depth.depth_per_run` with families as ``benchmark``
@@ -539,6 +566,15 @@ def render(
         f"ratio is over {RATIO_LIMIT:g} / the tasks compared.\n\n"
         + (to_markdown(worst) if not worst.empty else "(no references)"),
     ]
+    split = split_seed_worst_tasks(long)
+    if not split.empty:
+        parts += [
+            "### The same target for a method against itself",
+            "Each of ours and each reference against itself: the runs of the second half of its "
+            "seeds held to the target against the runs of the first half alone. The method is "
+            f"the same, only the seeds differ: the tasks over {RATIO_LIMIT:g}x are the target's "
+            "noise floor at half the seeds.\n\n" + to_markdown(split),
+        ]
     if reseeded is not None and not reseeded.empty:
         parts += [
             "### The same target for a reference run again",

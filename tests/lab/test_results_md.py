@@ -122,6 +122,20 @@ def test_a_reference_run_again_is_held_to_the_same_target():
     assert both.iloc[1]["anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
 
 
+def test_each_method_is_held_to_the_target_against_its_own_other_seeds():
+    # ASHA seeds 0-3 on t1: 0.1, 0.1 | 0.2, 0.2 (2x itself); on t2: 0.0, 0.0 | 0.0, 0.0; seed 4 left out
+    rows = _rows("LCBench", 1, "ASHA", [0.1, 0.1, 0.2, 0.2, 0.9, 0.0, 0.0, 0.0, 0.0, 0.9], seeds=(0, 1, 2, 3, 4))
+    # DyHPO seeds 0-1: t1 0.1 | 0.12 (1.2x), t2 0.0 | 0.01 (inf)
+    rows += _rows("LCBench", 1, "DyHPO", [0.1, 0.12, 0.0, 0.01], seeds=(0, 1))
+    rows += _rows("LCBench", 1, "BOHB", 0.3, seeds=(0,))  # one seed: no halves, no row
+    table = results.split_seed_worst_tasks(pd.DataFrame(rows)).set_index("method")
+    assert list(table.index) == ["DyHPO, seeds 1-1 against 0-0", "ASHA, seeds 2-3 against 0-1"]
+    assert table.loc["ASHA, seeds 2-3 against 0-1", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
+    assert table.loc["ASHA, seeds 2-3 against 0-1", "anytime > 1.5x"] == "1/2"
+    assert table.loc["DyHPO, seeds 1-1 against 0-0", "anytime worst"] == "infx (t2: 0.010 vs 0.000)"
+    assert table.loc["DyHPO, seeds 1-1 against 0-0", "anytime > 1.5x"] == "1/2"
+
+
 def test_leave_one_task_out_names_the_task_that_flips_the_choice():
     one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
     # per task, default / variant: t1 0.1 / 0.3, t2 0.2 / 0.1, t3 0.2 / 0.15 (seed 1 of t3: 0.25 / 0.10)
