@@ -342,6 +342,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         for config in self._new_configs:  # decided, never to be started: their log rows end
             self.core.start_given_up(config)
         self._new_configs.clear()
+        self.core.drop_pending()  # decided on a result, never to be carried out
         for int_id, ray_id in self._ray_id.items():
             trial = tune_controller.get_trial(ray_id)
             if trial is not None and trial.status in (RayTrial.PAUSED, RayTrial.PENDING):

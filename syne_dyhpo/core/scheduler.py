@@ -369,6 +369,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         Ray, turn it off once the limit is reached; paused trials are still resumed)."""
         self._new_trials_allowed = bool(allowed)
 
+    def drop_pending(self) -> None:
+        """A front end asks for no more trials (its epoch budget is spent): the decisions
+        waiting for a free worker are given up, their decision-log rows finished as
+        ``dropped``."""
+        for decision in self._pending:
+            self._log.dropped(decision)
+        self._pending.clear()
+
     def end_trial(self, trial_id: int) -> None:
         """The trial will never run again (a front end ended it): finished if it reached
         ``max_t``, else completed."""

@@ -200,6 +200,22 @@ def test_bad_flag_is_refused_by_name():
         make(DyHPO, log_decisions="yes")
 
 
+def test_decisions_pending_when_a_front_end_stops_are_written_as_dropped(tmp_path):
+    scheduler = make(DyHPO, max_resource_attr="epochs")
+    scheduler.attach_decision_log(tmp_path)
+    driver = Driver(scheduler)
+    while not open_decisions(scheduler):  # a result's decision waits for the next free worker
+        assert driver.step()
+    pending = sorted(open_decisions(scheduler))
+    assert set(pending).isdisjoint(pd.read_csv(tmp_path / LOG_FILENAME)["decision"])  # not on disk yet
+    scheduler.drop_pending()  # the front end asks for no more trials
+    log = scheduler.decision_log()
+    on_disk = pd.read_csv(tmp_path / LOG_FILENAME)
+    assert open_decisions(scheduler) == set() and scheduler._pending == []
+    assert sorted(on_disk["decision"]) == sorted(log["decision"][log["decision"] <= max(on_disk["decision"])])
+    assert (on_disk.set_index("decision").loc[pending, "next"] == "dropped").all()
+
+
 def test_a_start_given_up_by_a_front_end_is_written_as_dropped(tmp_path):
     scheduler = make(DyHPO, max_resource_attr="epochs")
     scheduler.attach_decision_log(tmp_path)
