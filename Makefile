@@ -21,8 +21,8 @@ demo: setup
 	$(BIN)/python benchmarks/demo.py
 
 # Tests: unit tests + end-to-end Tuner runs (simulator, LocalBackend, Ray, SageMaker on moto), in
-# 4 processes (pytest-xdist): most end-to-end tests wait on real processes and the Tuner's sleeps
-PYTEST_WORKERS ?= 4
+# 3 processes (pytest-xdist): most end-to-end tests wait on real processes and the Tuner's sleeps
+PYTEST_WORKERS ?= 3
 test: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS)
 
