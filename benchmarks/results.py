@@ -297,6 +297,66 @@ def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.Dat
     return pd.DataFrame(rows)
 
 
+def setting_left_out(long: pd.DataFrame, comparisons: Sequence[tuple[str, str]]) -> dict[str, object] | None:
+    """
+    Whether the choice of a setting holds with each task left out, over every cell it is
+    measured in. A cell is (default, family, workers, regret kind) at the full budget, its
+    diff the mean of (default - variant) over the paired (task, seed) runs; the setting's diff
+    is the mean of its cells' diffs (each cell weighs the same), taken on all tasks and then
+    with each task in turn left out.
+
+    :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param comparisons: ``(default, variant)`` pairs that differ in the same setting (e.g. both
+        methods with and without it)
+    :return: None if no cell has pairs; else ``cells``, ``diff`` (on all tasks), ``largest`` and
+        ``smallest`` (the extreme diffs with one task left out, each as ``(diff, task)``) and
+        ``tasks`` (how many were left out in turn)
+    """
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    cells = []  # per cell: the paired differences, indexed by (task, seed)
+    for default, variant in comparisons:
+        for _, g in last.groupby(["benchmark", "n_workers"], sort=True):
+            for col in REGRET_KINDS:
+                pairs = _pairs(g, default, variant, col)
+                if not pairs.empty:
+                    cells.append(pairs[default] - pairs[variant])
+    if not cells:
+        return None
+    tasks = sorted({task for diffs in cells for task in diffs.index.get_level_values("task")})
+
+    def setting_diff(left_out: str | None) -> float:
+        means = [d[d.index.get_level_values("task") != left_out].mean() for d in cells]
+        return float(np.nanmean(means))
+
+    left_out = [(setting_diff(task), task) for task in tasks]
+    return {"cells": len(cells), "diff": setting_diff(None), "largest": max(left_out),
+            "smallest": min(left_out), "tasks": len(tasks)}
+
+
+def settings_left_out_table(long: pd.DataFrame) -> pd.DataFrame:
+    """:func:`setting_left_out` for each setting of :data:`DEVIATIONS` (its comparisons grouped
+    by what the variant changes), one row each."""
+    settings: dict[str, list[tuple[str, str]]] = {}
+    for default, variant, what in DEVIATIONS:
+        settings.setdefault(what, []).append((default, variant))
+    rows = []
+    for what, comparisons in settings.items():
+        r = setting_left_out(long, comparisons)
+        if r is None:
+            continue
+        (hi, hi_task), (lo, lo_task) = r["largest"], r["smallest"]
+        rows.append({
+            "variants": ", ".join(v for _, v in comparisons), "what they change": what, "cells": r["cells"],
+            "diff on all tasks": f"{r['diff']:+.4f}",
+            "one task left out: largest": f"{hi:+.4f} ({hi_task})",
+            "smallest": f"{lo:+.4f} ({lo_task})",
+            "tasks": r["tasks"],
+            "chosen in every case": ("the defaults" if hi < -TIE_TOLERANCE else "the variants" if lo > TIE_TOLERANCE
+                                     else "no"),
+        })
+    return pd.DataFrame(rows)
+
+
 #: Mean regrets at most this are 0 in the worst-task ratios: a run that reached the table's best
 #: value can keep a regret of about 1e-9 from the normalisation's floating point
 ZERO_REGRET = 1e-6
@@ -555,6 +615,17 @@ def render(
                 "the tasks whose removal changes it (with the choice then).\n\n"
                 + to_markdown(leave_one_task_out(long, default, variant))
             )
+    settings = settings_left_out_table(long)
+    if not settings.empty:
+        parts += [
+            "## Each setting with each task left out",
+            "The choice of a setting over all the cells it is measured in (both methods, families, "
+            "worker counts and regrets, at 100 %): diff = the mean over those cells of each cell's "
+            "mean(default - variant) (negative: the defaults better), on all tasks, then with each "
+            "task in turn left out (the largest and smallest such diff, with the task left out). "
+            "The choice holds with every task left out when both have the same sign.\n\n"
+            + to_markdown(settings),
+        ]
     worst = worst_tasks(long)
     depth = depth if depth is not None else pd.DataFrame(columns=["benchmark"])
     n_logged = len(depth)

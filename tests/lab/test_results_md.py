@@ -221,6 +221,10 @@ def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeyp
     assert "| LCBench | 1 | fully-trained | tie (0.400 / 0.400) | 2/2 | - |" in section
     # without t1, the two tie on t2 (the same regrets within TIE_TOLERANCE)
     assert "| LCBench | 1 | anytime | DyHPO (0.102 / 0.202) | 1/2 | t1 (tie) |" in text
+    # each setting over its cells: the completion's two cells, then the cap's
+    settings = text.split("## Each setting with each task left out")[1].split("\n## ")[0]
+    assert "| DyHPO-no-completion | the completion off | 2 | " in settings
+    assert "| DyHPO-cap | a cap | 2 | " in settings
     assert "(no run with a decision log)" in text
 
 
@@ -228,3 +232,34 @@ def test_a_reference_mean_within_float_noise_of_zero_is_zero_in_the_ratio():
     assert results._ratio(0.035, 2.6e-9) == float("inf")
     assert results._ratio(3e-9, 2.6e-9) == 1.0
     assert results._ratio(0.03, 0.01) == pytest.approx(3.0)
+
+
+def test_a_setting_is_held_to_its_choice_with_each_task_left_out_over_all_its_cells(long, monkeypatch):
+    rows = _rows("TaskSet", 4, "DeepPowerLaw", 0.2, tasks=("t3", "t4"))
+    # the variant: 0.1 on t3 (better than the default by 0.1), 0.3 on t4 (worse by 0.1)
+    rows += _rows("TaskSet", 4, "DeepPowerLaw-no-completion", [0.1, 0.1, 0.1, 0.3, 0.3, 0.3],
+                  tasks=("t3", "t4"))
+    long = pd.concat([long, pd.DataFrame(rows)])
+    r = results.setting_left_out(long, [("DyHPO", "DyHPO-no-completion"),
+                                        ("DeepPowerLaw", "DeepPowerLaw-no-completion")])
+    # 4 cells: DyHPO LCBench anytime -0.0995 (t1 -0.199, t2 0), fully trained 0; DeepPowerLaw
+    # TaskSet +0.1 on t3 and -0.1 on t4 in both regrets, 0 each
+    assert r["cells"] == 4 and r["tasks"] == 4
+    assert r["diff"] == pytest.approx(-0.0995 / 4)
+    # without t4 DeepPowerLaw's cells are +0.1 each: (-0.0995 + 0.2) / 4; without t3, -0.1 each
+    assert r["largest"] == (pytest.approx(0.1005 / 4), "t4")
+    assert r["smallest"] == (pytest.approx(-0.2995 / 4), "t3")
+    monkeypatch.setattr(results, "DEVIATIONS", (
+        ("DyHPO", "DyHPO-no-completion", "the completion off"),
+        ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the completion off"),
+        ("DyHPO", "DyHPO-cap", "a cap")))
+    table = results.settings_left_out_table(long)
+    assert len(table) == 1  # no runs of DyHPO-cap
+    row = table.iloc[0]
+    assert row["variants"] == "DyHPO-no-completion, DeepPowerLaw-no-completion" and row["cells"] == 4
+    assert (row["diff on all tasks"], row["one task left out: largest"], row["chosen in every case"]) == (
+        "-0.0249", "+0.0251 (t4)", "no")
+    # only DyHPO's cells: leaving t1 out leaves a tie (0), never a positive diff: still no choice
+    only_dyhpo = results.setting_left_out(long, [("DyHPO", "DyHPO-no-completion")])
+    assert only_dyhpo["largest"] == (pytest.approx(0.0), "t1")
+    assert only_dyhpo["smallest"] == (pytest.approx(-0.199 / 2), "t2")
