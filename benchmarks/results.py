@@ -48,23 +48,23 @@ OURS = ("DyHPO", "DeepPowerLaw")
 RATIO_LIMIT = 1.5
 
 #: The decisions measured, one table each: (our default, a variant, what the variant changes).
-#: A variant sets one deviation from the papers to the papers' setting, or is a candidate
-#: default under study
+#: A variant sets one deviation from the papers to the papers' setting, or all of them
 DEVIATIONS = (
-    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`), the papers' setting"),
-    ("DeepPowerLaw", "DeepPowerLaw-no-completion",
-     "the incumbent completion off (`completion=None`), the papers' setting"),
-    ("DyHPO", "DyHPO-depth-gate-acquisition", "the depth gate on the acquisition only, three quarters in "
-     "contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
-    ("DeepPowerLaw", "DeepPowerLaw-depth-gate-acquisition", "the depth gate on the acquisition only, three "
-     "quarters in contention (`depth_gate=DepthGate(top_fraction=0.75)`), a candidate default"),
+    ("DyHPO", "DyHPO-no-completion", "the incumbent completion off (`completion=None`)"),
+    ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`completion=None`)"),
+    ("DyHPO", "DyHPO-no-depth-gate", "the depth gate off (`depth_gate=None`)"),
+    ("DeepPowerLaw", "DeepPowerLaw-no-depth-gate", "the depth gate off (`depth_gate=None`)"),
+    ("DyHPO", "DyHPO-papers", "both the completion and the depth gate off, deciding as the "
+     "papers do (`completion=None, depth_gate=None`)"),
+    ("DeepPowerLaw", "DeepPowerLaw-papers", "both the completion and the depth gate off, deciding as the "
+     "papers do (`completion=None, depth_gate=None`)"),
 )
 
 GRID_COMMAND = """\
 DEV=/path/to/development/data  # the folder holding lcbench, lcbench-extra, taskset
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
     --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \\
-              DyHPO-depth-gate-acquisition DeepPowerLaw-depth-gate-acquisition \\
+              DyHPO-no-depth-gate DeepPowerLaw-no-depth-gate DyHPO-papers DeepPowerLaw-papers \\
     --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/dev
 # ASHA again with other seeds, for the worst-task target's noise floor
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\

@@ -34,7 +34,6 @@ from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
-from syne_dyhpo.core.depth_gate import DepthGate
 from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 
@@ -108,16 +107,19 @@ PRESETS: dict[str, Callable[..., TrialScheduler]] = {
     "DeepPowerLaw": _ours("DeepPowerLaw"),
 }
 
-#: Our methods without the incumbent completion (on by default, not in the papers): the papers'
-#: setting, every other default kept
+#: Our methods without the incumbent completion (on by default, not in the papers), every other
+#: default kept
 NO_COMPLETION: dict[str, Any] = {"completion": None}
 
-#: Our methods with the depth gate on the acquisition (not in the papers, off by default): the
-#: study of whether it should be on
-DEPTH_GATE_ACQUISITION: dict[str, Any] = {"depth_gate": DepthGate(top_fraction=0.75)}
+#: Our methods without the depth gate (on by default, not in the papers), every other default kept
+NO_DEPTH_GATE: dict[str, Any] = {"depth_gate": None}
+
+#: Our methods deciding as the papers do: neither the completion nor the depth gate
+PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
-#: A variant of ours is one named deviation from the papers, set to the papers' setting
+#: A variant of ours sets one deviation from the papers to the papers' setting, or all of them
+#: (``-papers``)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "RandomSearch": ("RandomSearch", {}),
     "ASHA": ("ASHA", {}),
@@ -126,8 +128,10 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw": ("DeepPowerLaw", {}),
     "DyHPO-no-completion": ("DyHPO", NO_COMPLETION),
     "DeepPowerLaw-no-completion": ("DeepPowerLaw", NO_COMPLETION),
-    "DyHPO-depth-gate-acquisition": ("DyHPO", DEPTH_GATE_ACQUISITION),
-    "DeepPowerLaw-depth-gate-acquisition": ("DeepPowerLaw", DEPTH_GATE_ACQUISITION),
+    "DyHPO-no-depth-gate": ("DyHPO", NO_DEPTH_GATE),
+    "DeepPowerLaw-no-depth-gate": ("DeepPowerLaw", NO_DEPTH_GATE),
+    "DyHPO-papers": ("DyHPO", PAPERS),
+    "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
 }
 
 

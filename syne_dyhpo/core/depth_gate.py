@@ -24,8 +24,9 @@ class DepthGate:
     contention stays paused: it is back in contention if later trials reaching ``e`` rank below
     it. If no trial is in contention and no new configuration is on offer, the gate is not
     applied (a decision must be made). The completion is not gated: its leader is trained to
-    ``max_t`` even when out of contention. The papers have no gate (a scheduler's
-    ``depth_gate=None``, the default).
+    ``max_t`` even when out of contention. Both schedulers use ``DepthGate()`` by default; the
+    papers have no gate (a scheduler's ``depth_gate=None``). Why, with measurements:
+    ``docs/deviations.md``.
 
     :param top_fraction: share of the values reported at an epoch whose trials are in
         contention, in (0, 1]. Defaults to 0.75

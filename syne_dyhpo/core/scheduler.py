@@ -116,8 +116,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param depth_gate: narrows the trials that may get a further segment from the acquisition
         to those whose value at their last epoch ranks in contention among all values reported
         at that epoch (the completion is not gated)
-        (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Defaults to None (the papers: every
-        paused trial is a candidate)
+        (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Its settings are read, never changed.
+        Defaults to ``DepthGate()`` (three quarters of the values at each epoch in
+        contention); None is the papers (every paused trial is a candidate)
     :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
         experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
         True
@@ -139,7 +140,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         completion: IncumbentCompletion | None = IncumbentCompletion(),
-        depth_gate: DepthGate | None = None,
+        depth_gate: DepthGate | None = DepthGate(),
         log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]

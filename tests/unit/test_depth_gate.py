@@ -113,10 +113,11 @@ def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
 def test_the_gate_is_in_the_schedulers_metadata():
     assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
         "top_fraction": 0.25, "min_kept": 3}
-    # the defaults: three quarters in contention
+    # the scheduler's default is DepthGate()'s defaults: three quarters in contention
+    assert make(lambda t, c: 0.0).metadata()["depth_gate"] == {"top_fraction": 0.75, "min_kept": 2}
     assert make(lambda t, c: 0.0, depth_gate=DepthGate()).metadata()["depth_gate"] == {
         "top_fraction": 0.75, "min_kept": 2}
-    assert make(lambda t, c: 0.0).metadata()["depth_gate"] is None
+    assert make(lambda t, c: 0.0, depth_gate=None).metadata()["depth_gate"] is None
 
 
 def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_decides():
