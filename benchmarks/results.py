@@ -435,10 +435,13 @@ def reseeded_long_from(long: pd.DataFrame) -> pd.DataFrame:
     :param long: :func:`~benchmarks.report.long_table` of references run with other seeds than
         the grid's
     :return: ``long`` with each method named ``NAME, seeds A-B`` (its lowest and highest seed),
-        so that it is not taken for the reference itself
+        so that it is not taken for the reference itself, and its own name in ``reference``
     """
     seeds = long.groupby("method")["seed"].agg(["min", "max"])
-    return long.assign(method=long["method"].map(lambda m: f"{m}, seeds {seeds.loc[m, 'min']}-{seeds.loc[m, 'max']}"))
+    return long.assign(
+        method=long["method"].map(lambda m: f"{m}, seeds {seeds.loc[m, 'min']}-{seeds.loc[m, 'max']}"),
+        reference=long["method"],
+    )
 
 
 def reseeded_worst_tasks(long: pd.DataFrame, reseeded: pd.DataFrame) -> pd.DataFrame:
@@ -451,8 +454,9 @@ def reseeded_worst_tasks(long: pd.DataFrame, reseeded: pd.DataFrame) -> pd.DataF
     """
     tables = [worst_tasks(long, candidates=reseeded).assign(against=f"better of {', '.join(REFERENCES)}")]
     for name in sorted(reseeded["method"].unique()):
-        reference = name.split(",")[0]
-        itself = worst_tasks(long, candidates=reseeded[reseeded["method"] == name], references=(reference,))
+        runs = reseeded[reseeded["method"] == name]
+        reference = runs["reference"].iloc[0]
+        itself = worst_tasks(long, candidates=runs, references=(reference,))
         tables.append(itself.assign(against=f"{reference} alone"))
     table = pd.concat(tables, ignore_index=True)
     columns = ["family", "workers", "method", "against"]

@@ -108,7 +108,7 @@ def test_a_reference_run_again_is_held_to_the_same_target():
     again = pd.DataFrame(_rows("LCBench", 1, "ASHA", [0.2, 0.2, 0.1, 0.1, 0.3, 0.3],
                                tasks=("t1", "t2", "t3"), seeds=(5, 6)))
     again = results.reseeded_long_from(again)
-    assert set(again["method"]) == {"ASHA, seeds 5-6"}
+    assert set(again["method"]) == {"ASHA, seeds 5-6"} and set(again["reference"]) == {"ASHA"}
     table = results.worst_tasks(long, candidates=again).set_index("method")
     assert list(table.index) == ["ASHA, seeds 5-6"]
     assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"  # equal ratios: the larger mean
