@@ -254,6 +254,17 @@ def _choice(pairs: pd.DataFrame, default: str, variant: str) -> str:
     return "tie" if abs(diff) <= TIE_TOLERANCE else (default if diff < 0 else variant)
 
 
+def _paired_cells(long: pd.DataFrame, default: str, variant: str):
+    """The cells at the full budget where both ran: ``(family, workers, regret kind, pairs)``,
+    ``pairs`` as :func:`_pairs` (by family, workers, then :data:`REGRET_KINDS`)."""
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
+        for col, kind in REGRET_KINDS.items():
+            pairs = _pairs(g, default, variant, col)
+            if not pairs.empty:
+                yield family, n_workers, kind, pairs
+
+
 def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.DataFrame:
     """
     Whether the choice between a default and its variant holds with each task left out. Per
@@ -269,31 +280,25 @@ def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.Dat
         ``flipped by`` (the tasks whose removal changes the choice, with the choice then;
         "-" if none); a family with a single task has n = 0
     """
-    last = long[long["budget_point"] == long["budget_point"].max()]
     rows = []
-    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
-        for col, kind in REGRET_KINDS.items():
-            pairs = _pairs(g, default, variant, col)
-            if pairs.empty:
+    for family, n_workers, kind, pairs in _paired_cells(long, default, variant):
+        chosen = _choice(pairs, default, variant)
+        task_of = pairs.index.get_level_values("task")
+        flips, compared = [], 0
+        for task in sorted(set(task_of)):
+            rest = pairs[task_of != task]
+            if rest.empty:  # a single task: nothing left to choose on
                 continue
-            chosen = _choice(pairs, default, variant)
-            task_of = pairs.index.get_level_values("task")
-            tasks = sorted(set(task_of))
-            flips, compared = [], 0
-            for task in tasks:
-                rest = pairs[task_of != task]
-                if rest.empty:  # a single task: nothing left to choose on
-                    continue
-                compared += 1
-                choice = _choice(rest, default, variant)
-                if choice != chosen:
-                    flips.append(f"{task} ({choice})")
-            rows.append({
-                "family": family, "workers": n_workers, "regret": kind,
-                "chosen on all": f"{chosen} ({pairs[default].mean():.3f} / {pairs[variant].mean():.3f})",
-                "same with each task left out": f"{compared - len(flips)}/{compared}",
-                "flipped by": ", ".join(flips) if flips else "-",
-            })
+            compared += 1
+            choice = _choice(rest, default, variant)
+            if choice != chosen:
+                flips.append(f"{task} ({choice})")
+        rows.append({
+            "family": family, "workers": n_workers, "regret": kind,
+            "chosen on all": f"{chosen} ({pairs[default].mean():.3f} / {pairs[variant].mean():.3f})",
+            "same with each task left out": f"{compared - len(flips)}/{compared}",
+            "flipped by": ", ".join(flips) if flips else "-",
+        })
     return pd.DataFrame(rows)
 
 
@@ -312,14 +317,9 @@ def setting_left_out(long: pd.DataFrame, comparisons: Sequence[tuple[str, str]])
         ``smallest`` (the extreme diffs with one task left out, each as ``(diff, task)``) and
         ``tasks`` (how many were left out in turn)
     """
-    last = long[long["budget_point"] == long["budget_point"].max()]
-    cells = []  # per cell: the paired differences, indexed by (task, seed)
-    for default, variant in comparisons:
-        for _, g in last.groupby(["benchmark", "n_workers"], sort=True):
-            for col in REGRET_KINDS:
-                pairs = _pairs(g, default, variant, col)
-                if not pairs.empty:
-                    cells.append(pairs[default] - pairs[variant])
+    # per cell: the paired differences, indexed by (task, seed)
+    cells = [pairs[default] - pairs[variant] for default, variant in comparisons
+             for *_, pairs in _paired_cells(long, default, variant)]
     if not cells:
         return None
     tasks = sorted({task for diffs in cells for task in diffs.index.get_level_values("task")})
