@@ -35,6 +35,7 @@ test-fast: setup
 # lcbench-extra, taskset; not shipped): make benchmark DEV=FOLDER
 RESULTS_DIR ?= results/dev
 RESEEDED_DIR ?= results/reseeded
+MORE_SEEDS_DIR ?= results/more-seeds
 benchmark: setup
 	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
@@ -43,5 +44,9 @@ benchmark: setup
 		--seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
 		--methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir $(RESEEDED_DIR)
+	tasks="$$($(BIN)/python -m benchmarks.results $(RESULTS_DIR) --list-tasks-over)"; test -z "$$tasks" || \
+	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
+		--tasks $$tasks --methods ASHA BOHB DyHPO DeepPowerLaw --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 \
+		--results-dir $(MORE_SEEDS_DIR)
 	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures \
-		--reseeded $(RESEEDED_DIR)
+		--reseeded $(RESEEDED_DIR) $$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR))

@@ -1,7 +1,9 @@
 """Writes ``benchmarks/RESULTS.md`` and its figures from a results folder of the benchmark grid.
 
     PYTHONPATH=. python -m benchmarks.results RESULTS_DIR \\
-        [--out benchmarks/RESULTS.md] [--figures benchmarks/figures]
+        [--out benchmarks/RESULTS.md] [--figures benchmarks/figures] \\
+        [--reseeded RESEEDED_DIR] [--more-seeds MORE_SEEDS_DIR]
+    PYTHONPATH=. python -m benchmarks.results RESULTS_DIR --list-tasks-over
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
 ``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
@@ -68,7 +70,12 @@ PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbenc
     --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/dev
 # ASHA again with other seeds, for the worst-task target's noise floor
 PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
-    --methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir results/reseeded"""
+    --methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir results/reseeded
+# ours and the references again with seeds 5-9 on the tasks over the worst-task target
+PYTHONPATH=. python benchmarks/run_benchmarks.py --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset \\
+    --tasks $(PYTHONPATH=. python -m benchmarks.results results/dev --list-tasks-over) \\
+    --methods ASHA BOHB DyHPO DeepPowerLaw --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 \\
+    --results-dir results/more-seeds"""
 
 PROTOCOL = """\
 - **Tasks run:** {tasks}. LCBench: `lcbench` (6 tasks) and `lcbench-extra` (18), YAHPO surrogate
@@ -491,6 +498,91 @@ def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + R
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
+def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Sequence[str] = REFERENCES) -> list[str]:
+    """The tasks where a method of :data:`OURS` is over the worst-task target in some cell (family,
+    workers) and regret at the full budget: the tasks to run again with more seeds
+    (:func:`tasks_over_on_more_seeds`).
+
+    :param long: :func:`~benchmarks.report.long_table` of the grid, families as ``benchmark``
+    :return: their names, sorted
+    """
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    means = last.groupby(["benchmark", "n_workers", "task", "method"])[list(REGRET_KINDS)].mean()
+    over = set()
+    for (family, n_workers, task), g in means.groupby(level=[0, 1, 2]):
+        g = g.droplevel([0, 1, 2])
+        refs = [r for r in references if r in g.index]
+        if not refs:
+            continue
+        for m in OURS:
+            if m in g.index and any(g.loc[m, col] - limit * g.loc[refs, col].min() > TIE_TOLERANCE
+                                    for col in REGRET_KINDS):
+                over.add(task)
+    return sorted(over)
+
+
+def tasks_over_on_more_seeds(
+    long: pd.DataFrame,
+    more: pd.DataFrame,
+    limit: float = RATIO_LIMIT,
+    references: Sequence[str] = REFERENCES,
+) -> pd.DataFrame:
+    """
+    The tasks over the worst-task target on the grid's seeds, again on all the seeds there are:
+    per (family, workers, method of :data:`OURS`, regret) and task where
+    the method's mean regret at the full budget is over ``limit`` times the better reference's
+    in ``long``, the same comparison on the seeds of ``long`` and ``more`` together where the
+    method and every reference ran, with the paired test against the better reference there.
+
+    :param long: :func:`~benchmarks.report.long_table` of the grid, families as ``benchmark``
+    :param more: the same methods run with other seeds (on some tasks), in the layout of ``long``
+    :param limit: the ratio a task may reach (default :data:`RATIO_LIMIT`)
+    :param references: the methods whose better mean on a task is the reference
+    :return: columns family, workers, method, regret, task, ``grid`` (``ratio x (mean vs
+        reference mean)`` on the grid's seeds), ``seeds`` (how many are compared now),
+        ``all seeds`` (``ratio x (mean vs REFERENCE mean)``), ``W/T/L, p`` (of the method
+        against that reference) and ``over LIMIT x`` (yes / no on all seeds)
+    :raises ValueError: if ``more`` holds a run of ``long`` (the same cell, task and seed)
+    """
+    key = ["benchmark", "n_workers", "method", "task", "seed"]
+    last = long[long["budget_point"] == long["budget_point"].max()]
+    extra = more[more["budget_point"] == more["budget_point"].max()]
+    twice = last[key].drop_duplicates().merge(extra[key].drop_duplicates())
+    if not twice.empty:
+        raise ValueError(f"more: runs already in the grid, e.g. {twice.iloc[0].to_dict()}")
+    both = pd.concat([last, extra], ignore_index=True)
+    ours = [m for m in OURS if m in set(last["method"])]
+    rows = []
+    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
+        refs = [r for r in references if r in set(g["method"])]
+        everything = both[(both["benchmark"] == family) & (both["n_workers"] == n_workers)]
+        for m in ours:
+            for col, kind in REGRET_KINDS.items():
+                for task in sorted(g.loc[g["method"] == m, "task"].unique()):
+                    on_task = g[g["task"] == task].groupby("method")[col].mean()
+                    ref_means = [on_task[r] for r in refs if r in on_task.index]
+                    if not ref_means or not on_task[m] - limit * min(ref_means) > TIE_TOLERANCE:
+                        continue
+                    runs = everything[everything["task"] == task].pivot_table(
+                        index="seed", columns="method", values=col, aggfunc="first")
+                    runs = runs[[m, *refs]].dropna() if set(refs) <= set(runs.columns) else runs.iloc[:0]
+                    if runs.empty:
+                        continue
+                    reference = min(refs, key=lambda r: runs[r].mean())
+                    mine, ref = runs[m].mean(), runs[reference].mean()
+                    test = signed_rank_test(runs[m], runs[reference])
+                    rows.append({
+                        "family": family, "workers": n_workers, "method": m, "regret": kind, "task": task,
+                        "grid": f"{_ratio(on_task[m], min(ref_means)):.2f}x "
+                                f"({_fmt(on_task[m])} vs {_fmt(min(ref_means))})",
+                        "seeds": len(runs),
+                        "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
+                        "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
+                        f"over {limit:g}x": "yes" if mine - limit * ref > TIE_TOLERANCE else "no",
+                    })
+    return pd.DataFrame(rows)
+
+
 def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
     """
     :param depth: :func:`benchmarks.depth.depth_per_run` with families as ``benchmark``
@@ -563,6 +655,7 @@ def render(
     command: str,
     depth: pd.DataFrame | None = None,
     reseeded: pd.DataFrame | None = None,
+    more_seeds: pd.DataFrame | None = None,
 ) -> str:
     """The markdown of RESULTS.md (see :func:`main`).
 
@@ -570,6 +663,8 @@ def render(
         ``benchmark`` (None: no runs with a decision log)
     :param reseeded: :func:`reseeded_long_from` of references run again with other seeds (None: no
         such runs)
+    :param more_seeds: :func:`~benchmarks.report.long_table` of ours and the references run with
+        other seeds on the tasks over the worst-task target (None: no such runs)
     """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
@@ -584,8 +679,8 @@ def render(
     parts = [
         "# Benchmark results",
         f"Written by `{command}` from the {n_runs} finished runs under `{results_dir}`, made by the "
-        f"development grid (from the repository root; `make benchmark DEV=...` runs both commands):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
-        "Every number below comes from those runs; rerunning both commands reproduces the file.",
+        f"development grid (from the repository root; `make benchmark DEV=...` runs the three commands):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
+        "Every number below comes from those runs; rerunning the commands reproduces the file.",
         "## Protocol",
         protocol,
         "## Runs",
@@ -659,6 +754,17 @@ def render(
             f"noise floor: the tasks where the same method, with other seeds, is over {RATIO_LIMIT:g}x "
             "its own mean.\n\n" + to_markdown(reseeded_worst_tasks(long, reseeded)),
         ]
+    if more_seeds is not None and not more_seeds.empty:
+        over = tasks_over_on_more_seeds(long, more_seeds)
+        parts += [
+            "### The tasks over the target, on more seeds",
+            "Each task where one of our defaults is over the target above, compared again on the "
+            "grid's seeds and those of the folder given with `--more-seeds` together (the seeds "
+            "where the method and both references ran): the ratio on the grid's seeds, the seeds "
+            "compared now, the ratio on them against the better reference there, and the paired "
+            "test against it (W/T/L: pairs where ours is lower / tied / higher).\n\n"
+            + (to_markdown(over) if not over.empty else "(no task is over the target)"),
+        ]
     parts += [
         "## Depth: the completion's share of the budget",
         f"From the decision logs (`decision_log.csv`) of {n_logged} of the {n_runs} runs (runs made "
@@ -688,8 +794,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--figures", default="benchmarks/figures", help="folder of the figures ('' for none)")
     p.add_argument("--reseeded", default=None,
                    help="results folder of references run with other seeds: held to the worst-task target")
+    p.add_argument("--more-seeds", default=None,
+                   help="results folder of ours and the references run with other seeds on the tasks "
+                        "over the worst-task target (--list-tasks-over): those tasks compared again")
+    p.add_argument("--list-tasks-over", action="store_true",
+                   help="print the tasks over the worst-task target (space-separated) and exit")
     args = p.parse_args(argv)
-    for name in ("results_dir", "reseeded"):
+    for name in ("results_dir", "reseeded", "more_seeds"):
         folder = getattr(args, name)
         if folder is not None and not Path(folder).is_dir():
             p.error(f"{name} {folder}: not a folder")
@@ -697,6 +808,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not runs:
         p.error(f"results_dir {args.results_dir}: no finished runs (run.json) under it")
     long = long_table(runs, FRACTIONS)
+    if args.list_tasks_over:
+        print(" ".join(tasks_over(long)))
+        return 0
     figures = write_figures(runs, Path(args.figures)) if args.figures else []
     command = f"PYTHONPATH=. python -m benchmarks.results {args.results_dir} --out {args.out}"
     command += f" --figures {args.figures}" if args.figures else " --figures ''"
@@ -707,11 +821,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"reseeded {args.reseeded}: must hold finished runs of {' or '.join(REFERENCES)} only")
         reseeded = reseeded_long_from(long_table(reseeded_runs, FRACTIONS))
         command += f" --reseeded {args.reseeded}"
+    more_seeds = None
+    if args.more_seeds is not None:
+        more_runs = _as_families(load_runs(args.more_seeds))
+        if not more_runs:
+            p.error(f"more_seeds {args.more_seeds}: no finished runs (run.json) under it")
+        more_seeds = long_table(more_runs, FRACTIONS)
+        command += f" --more-seeds {args.more_seeds}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     depth = depth_per_run(args.results_dir)
     depth["benchmark"] = depth["benchmark"].map(family_of)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded))
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 

@@ -166,7 +166,7 @@ def test_speed_and_means_tables(long):
 
 
 @pytest.mark.slow  # starts a Tuner
-def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
+def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path, capsys):
     from syne_tune.blackbox_repository.blackbox_tabular import serialize
 
     data = tmp_path / "data" / "tinybench"
@@ -204,6 +204,13 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path):
     assert results.main(argv + ["--reseeded", str(again)]) == 0
     section = out.read_text().split("### The same target for a reference run again")[1].split("\n## ")[0]
     assert "| tinybench | 1 | ASHA, seeds 7-7 | " in section
+    # the tasks to run with more seeds: none, our methods did not run
+    capsys.readouterr()
+    assert results.main([str(runs), "--list-tasks-over"]) == 0 and capsys.readouterr().out == "\n"
+    assert results.main(argv + ["--more-seeds", str(again)]) == 0
+    assert "### The tasks over the target, on more seeds\n\n" in out.read_text()
+    assert "(no task is over the target)" in out.read_text()
+    assert f"--more-seeds {again}`" in out.read_text()  # in the command the file names
     run_one(RunSpec("RandomSearch", str(data), "taskA", 7, 20), again)  # not a reference
     with pytest.raises(SystemExit):
         results.main(argv + ["--reseeded", str(again)])
@@ -263,3 +270,31 @@ def test_a_setting_is_held_to_its_choice_with_each_task_left_out_over_all_its_ce
     only_dyhpo = results.setting_left_out(long, [("DyHPO", "DyHPO-no-completion")])
     assert only_dyhpo["largest"] == (pytest.approx(0.0), "t1")
     assert only_dyhpo["smallest"] == (pytest.approx(-0.199 / 2), "t2")
+
+
+def test_the_tasks_over_the_target_are_compared_again_on_more_seeds():
+    grid = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
+    rows = _rows("LCBench", 1, "ASHA", 0.1, **grid) + _rows("LCBench", 1, "BOHB", 0.2, **grid)
+    # DyHPO: 2x ASHA on t1 (both regrets), level on t2, 3x on t3 fully trained only
+    rows += _rows("LCBench", 1, "DyHPO", [0.2, 0.2, 0.1, 0.1, 0.1, 0.1],
+                  trained=[0.2, 0.2, 0.1, 0.1, 0.3, 0.3], **grid)
+    rows += _rows("LCBench", 1, "DeepPowerLaw", 0.1, **grid)  # never over
+    rows += _rows("LCBench", 1, "DyHPO-no-depth-gate", 0.9, **grid)  # a variant: not held here
+    long = pd.DataFrame(rows)
+    assert results.tasks_over(long) == ["t1", "t3"]
+    # seeds 2-3 on t1 only: DyHPO level with ASHA there
+    more = pd.DataFrame(_rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(2, 3))
+                        + _rows("LCBench", 1, "ASHA", 0.1, tasks=("t1",), seeds=(2, 3))
+                        + _rows("LCBench", 1, "BOHB", 0.2, tasks=("t1",), seeds=(2, 3)))
+    table = results.tasks_over_on_more_seeds(long, more)
+    assert list(zip(table["method"], table["regret"], table["task"], table["seeds"])) == [
+        ("DyHPO", "anytime", "t1", 4), ("DyHPO", "fully-trained", "t1", 4), ("DyHPO", "fully-trained", "t3", 2)]
+    first = table.iloc[0]
+    assert first["grid"] == "2.00x (0.200 vs 0.100)"
+    # 0.2, 0.2, 0.1, 0.1 against ASHA's 0.1: 1.5x exactly is not over; 2 losses, 2 ties
+    assert first["all seeds"] == "1.50x (0.150 vs ASHA 0.100)"
+    assert first["W/T/L, p"] == "0/2/2, p 0.5"
+    assert first["over 1.5x"] == "no"
+    assert table.iloc[2]["all seeds"] == "3.00x (0.300 vs ASHA 0.100)" and table.iloc[2]["over 1.5x"] == "yes"
+    with pytest.raises(ValueError, match="already in the grid"):
+        results.tasks_over_on_more_seeds(long, pd.DataFrame(_rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(1,))))
