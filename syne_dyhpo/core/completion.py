@@ -15,8 +15,12 @@ from typing import Sequence
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_flag, checked_integer, checked_number
+from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
+
+
+#: the values of ``IncumbentCompletion.leader_score``
+LEADER_SCORES = ("best", "latest")
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,10 @@ class IncumbentCompletion:
     :param limit: the completion chooses at most this many trials over the run (each counted
         the first time it is resumed by the completion); once reached, only those are
         completed (while they lead, unless committed). None (default): no limit
+    :param leader_score: what ranks the trials for the lead: ``"best"``, the best score of a
+        trial's curve (default), or ``"latest"``, its score at its last epoch, so that a trial
+        whose curve has fallen since its best (an early peak: the value a user gets at
+        ``max_t`` is lower) loses the lead
     """
 
     after: int = 9
@@ -62,6 +70,7 @@ class IncumbentCompletion:
     committed: int = 0
     commit_after: float | None = 0.5
     limit: int | None = None
+    leader_score: str = "best"
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -72,6 +81,7 @@ class IncumbentCompletion:
             "leaders_until_trained": checked_flag(f"{name}.leaders_until_trained", self.leaders_until_trained),
             "committed": checked_integer(f"{name}.committed", self.committed, 0),
             "limit": checked_integer(f"{name}.limit", self.limit, 1, allow_none=True),
+            "leader_score": checked_choice(f"{name}.leader_score", self.leader_score, LEADER_SCORES),
         }
         if self.commit_after is not None:
             # the smallest positive float as the lower bound: (0, 1]
@@ -112,7 +122,7 @@ class CompletionRun:
         or None: a committed trial below ``max_t`` if there is one (one of the first
         ``committed`` choices, or a trial the completion resumed that has reached
         ``commit_after * max_t``), else the best-scoring leader that has not reached
-        ``max_t``. Leaders are the trials whose best scores rank in the top
+        ``max_t``. Leaders are the trials whose best scores (or latest, ``leader_score``) rank in the top
         :meth:`num_leaders` of all trials (a leader running on another worker or already
         trained to ``max_t`` takes its place). Only once ``after`` configurations reported
         their first epoch and ``delay * max_t / num_workers**2`` epochs were observed. Once
@@ -122,6 +132,8 @@ class CompletionRun:
         :param num_workers: workers of the run (as far as seen)
         """
         settings, obs = self.settings, self.observations
+        latest = settings.leader_score == "latest"
+        score = obs.latest_of if latest else obs.best_of
         max_t = obs.max_t
         commit_epoch = math.inf if settings.commit_after is None else settings.commit_after * max_t
         committed = [
@@ -130,18 +142,18 @@ class CompletionRun:
             and (r.trial_id in self.committed or (r.trial_id in self.completing and r.last_epoch >= commit_epoch))
         ]
         if committed:
-            return self._chosen(max(committed, key=obs.best_of), new=False)
+            return self._chosen(max(committed, key=score), new=False)
         if obs.num_first_epochs < settings.after:
             return None
         if obs.num_observations < settings.delay * max_t / num_workers**2:
             return None
-        threshold = obs.leader_threshold(self.num_leaders(num_workers))
+        threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
         if not np.isfinite(threshold):
             return None
         limit_reached = settings.limit is not None and len(self.chosen) >= settings.limit
         champion, champion_best = None, -np.inf
         for record in records:
-            best = obs.best_of(record)
+            best = score(record)
             if best >= threshold and best > champion_best and record.last_epoch < max_t:
                 if limit_reached and record.trial_id not in self.chosen:
                     continue

@@ -153,6 +153,7 @@ class Observations:
         self._rows: RowBuffer | None = None  # training rows in arrival order (see training_data)
         self._best_per_budget = np.full(max_t, -np.inf)
         self._best_per_trial: dict[int, float] = {}  # trial id -> best finite score of its curve
+        self._latest_per_trial: dict[int, float] = {}  # trial id -> its curve's last finite score
         self.num_first_epochs = 0  # curves with a result at epoch 1 (archived ones included)
 
     def add_trial(self, trial_id: int, config: dict[str, Any], encoded: np.ndarray) -> TrialRecord:
@@ -192,6 +193,7 @@ class Observations:
                 self._best_per_budget[epoch - 1] = score
             if score > self._best_per_trial.get(record.trial_id, -np.inf):
                 self._best_per_trial[record.trial_id] = score
+            self._latest_per_trial[record.trial_id] = score
 
     def new_archive_id(self) -> int:
         """A fresh negative id for an archived curve (never one of Syne Tune's trial ids)."""
@@ -205,8 +207,9 @@ class Observations:
         archived = self.add_trial(archive_id, record.config, record.encoded)
         archived.scores, archived.status = record.scores, TrialStatus.FAILED
         record.scores = []
-        if trial_id in self._best_per_trial:
-            self._best_per_trial[archive_id] = self._best_per_trial.pop(trial_id)
+        for per_trial in (self._best_per_trial, self._latest_per_trial):
+            if trial_id in per_trial:
+                per_trial[archive_id] = per_trial.pop(trial_id)
         self._row_log = [(archive_id if t == trial_id else t, e) for t, e in self._row_log]
         # the rows themselves are unchanged (they moved to the archived record with the curve);
         # the version still tells surrogates that the rows' owners changed
@@ -238,13 +241,18 @@ class Observations:
         """Best finite score of the trial's curve (-inf if none)."""
         return self._best_per_trial.get(record.trial_id, -np.inf)
 
-    def leader_threshold(self, num_leaders: int) -> float:
+    def latest_of(self, record: TrialRecord) -> float:
+        """The trial's score at the last epoch it reported a finite one (-inf if none)."""
+        return self._latest_per_trial.get(record.trial_id, -np.inf)
+
+    def leader_threshold(self, num_leaders: int, latest: bool = False) -> float:
         """The ``num_leaders``-th highest best score among the trials' curves (the lowest if
         fewer have a finite score; -inf if none has): a trial leads if its best score is at
-        least this."""
-        if num_leaders == 1:
+        least this. With ``latest``, of their latest scores (:meth:`latest_of`) instead."""
+        if num_leaders == 1 and not latest:
             return self.best_score()
-        top = heapq.nlargest(num_leaders, self._best_per_trial.values())
+        scores = self._latest_per_trial if latest else self._best_per_trial
+        top = heapq.nlargest(num_leaders, scores.values())
         return top[-1] if top else -np.inf
 
     def best_value(self) -> float | None:

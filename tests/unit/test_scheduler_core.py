@@ -598,7 +598,8 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
 def test_completion_is_on_by_default_and_its_settings_are_checked_naming_the_field_and_value():
     s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
     assert s.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
-                                          "committed": 0, "commit_after": 0.5, "limit": None}
+                                          "committed": 0, "commit_after": 0.5, "limit": None,
+                                          "leader_score": "best"}
     bad = [
         ("delay", (-1, float("inf"), float("nan"), True, "2"), "a finite number >= 0"),
         ("share", (-0.1, 1.5, True, "half", float("nan")), r"a number in \[0, 1\]"),
@@ -607,6 +608,7 @@ def test_completion_is_on_by_default_and_its_settings_are_checked_naming_the_fie
         ("leaders_until_trained", (1, "yes", None), "True or False"),
         ("after", (0, 2.5, True, "9"), "an integer >= 1"),
         ("limit", (0, -1, 1.5, True, "2"), "an integer >= 1 or None"),
+        ("leader_score", ("worst", "Latest", None, 1), "one of 'best', 'latest'"),
     ]
     for field, values, expected in bad:
         for value in values:
@@ -657,6 +659,24 @@ def test_no_completion_decides_as_a_completion_that_never_starts():
     assert none == never and len(none) >= 40
     # while a completion that starts after 3 first epochs decides otherwise
     assert _decisions(make(prefer, max_t=4, completion=completion(after=3)), 40) != none
+
+
+@pytest.mark.parametrize("leader_score", ["best", "latest"])
+def test_with_the_latest_score_a_leader_whose_curve_fell_below_another_loses_the_lead(leader_score):
+    # one worker; the policy always prefers new configurations: only the completion resumes
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4,
+             completion=completion(after=3, share=0.0, leader_score=leader_score))
+    t0, t1, _ = _report_first_epochs(s, [0.3, 0.2, 0.9])  # t1 leads by its first epoch
+    assert s.suggest().checkpoint_trial_id == 1
+    # t1's loss rises to 0.5 (an early peak): its best, 0.2, still leads; its latest, 0.5, is
+    # behind t0's 0.3, which takes the lead
+    assert report(s, t1, 2, 0.5) == (D.CONTINUE if leader_score == "best" else D.PAUSE)
+    if leader_score == "latest":
+        s.on_trial_remove(t1)
+        assert s.suggest().checkpoint_trial_id == 0
+    obs = s.observations
+    assert (obs.best_of(obs.trials[1]), obs.latest_of(obs.trials[1])) == (-0.2, -0.5)  # scores: higher is better
+    assert obs.leader_threshold(2, latest=True) == -0.5 and obs.leader_threshold(2) == -0.3
 
 
 def _t1_completed_then_overtaken_by_t0(s):
@@ -782,9 +802,11 @@ def test_dyhpo_completes_one_committed_leader_and_deep_power_law_leaders_for_the
     # incumbent once a configuration is trained; DeepPowerLaw the top half of the workers,
     # chosen among 9, for the whole run
     assert dyhpo.metadata()["completion"] == {"after": 27, "delay": 2.0, "share": 0.0, "leaders_until_trained": True,
-                                              "committed": 1, "commit_after": 0.5, "limit": None}
+                                              "committed": 1, "commit_after": 0.5, "limit": None,
+                                              "leader_score": "best"}
     assert dpl.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
-                                            "committed": 0, "commit_after": 0.5, "limit": None}
+                                            "committed": 0, "commit_after": 0.5, "limit": None,
+                                            "leader_score": "best"}
     assert dyhpo.completion is DYHPO_COMPLETION and dpl.completion is DEEP_POWER_LAW_COMPLETION
     assert [dyhpo._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 1, 1]
     assert [dpl._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 2, 4]
