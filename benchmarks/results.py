@@ -501,6 +501,22 @@ def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + R
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
+def _task_cells_over(last: pd.DataFrame, limit: float, references: Sequence[str]):
+    """The task-cells over the worst-task target: ``(family, workers, method, regret column,
+    regret kind, task, mean, reference mean, references run there)`` for each method of
+    :data:`OURS` whose mean regret on a task is over ``limit`` times the better reference's there
+    (``last``: the rows of the full budget)."""
+    means = last.groupby(["benchmark", "n_workers", "task", "method"])[list(REGRET_KINDS)].mean()
+    for (family, n_workers, task), g in means.groupby(level=[0, 1, 2], sort=True):
+        g = g.droplevel([0, 1, 2])
+        refs = [r for r in references if r in g.index]
+        for m in (m for m in OURS if m in g.index and refs):
+            for col, kind in REGRET_KINDS.items():
+                mine, ref = g.loc[m, col], g.loc[refs, col].min()
+                if mine - limit * ref > TIE_TOLERANCE:
+                    yield family, n_workers, m, col, kind, task, mine, ref, refs
+
+
 def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Sequence[str] = REFERENCES) -> list[str]:
     """The tasks where a method of :data:`OURS` is over the worst-task target in some cell (family,
     workers) and regret at the full budget: the tasks to run again with more seeds
@@ -510,18 +526,7 @@ def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Seque
     :return: their names, sorted
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
-    means = last.groupby(["benchmark", "n_workers", "task", "method"])[list(REGRET_KINDS)].mean()
-    over = set()
-    for (family, n_workers, task), g in means.groupby(level=[0, 1, 2]):
-        g = g.droplevel([0, 1, 2])
-        refs = [r for r in references if r in g.index]
-        if not refs:
-            continue
-        for m in OURS:
-            if m in g.index and any(g.loc[m, col] - limit * g.loc[refs, col].min() > TIE_TOLERANCE
-                                    for col in REGRET_KINDS):
-                over.add(task)
-    return sorted(over)
+    return sorted({cell[5] for cell in _task_cells_over(last, limit, references)})
 
 
 def tasks_over_on_more_seeds(
@@ -532,10 +537,10 @@ def tasks_over_on_more_seeds(
 ) -> pd.DataFrame:
     """
     The tasks over the worst-task target on the grid's seeds, again on all the seeds there are:
-    per (family, workers, method of :data:`OURS`, regret) and task where
-    the method's mean regret at the full budget is over ``limit`` times the better reference's
-    in ``long``, the same comparison on the seeds of ``long`` and ``more`` together where the
-    method and every reference ran, with the paired test against the better reference there.
+    per (family, workers, method of :data:`OURS`, regret) and task where the method's mean
+    regret at the full budget is over ``limit`` times the better reference's in ``long``, the
+    same comparison on the seeds of ``long`` and ``more`` together where the method and every
+    reference ran, with the paired test against the better reference there.
 
     :param long: :func:`~benchmarks.report.long_table` of the grid, families as ``benchmark``
     :param more: the same methods run with other seeds (on some tasks), in the layout of ``long``
@@ -554,36 +559,29 @@ def tasks_over_on_more_seeds(
     if not twice.empty:
         raise ValueError(f"more: runs already in the grid, e.g. {twice.iloc[0].to_dict()}")
     both = pd.concat([last, extra], ignore_index=True)
-    ours = [m for m in OURS if m in set(last["method"])]
     rows = []
-    for (family, n_workers), g in last.groupby(["benchmark", "n_workers"], sort=True):
-        refs = [r for r in references if r in set(g["method"])]
-        everything = both[(both["benchmark"] == family) & (both["n_workers"] == n_workers)]
-        for m in ours:
-            for col, kind in REGRET_KINDS.items():
-                for task in sorted(g.loc[g["method"] == m, "task"].unique()):
-                    on_task = g[g["task"] == task].groupby("method")[col].mean()
-                    ref_means = [on_task[r] for r in refs if r in on_task.index]
-                    if not ref_means or not on_task[m] - limit * min(ref_means) > TIE_TOLERANCE:
-                        continue
-                    runs = everything[everything["task"] == task].pivot_table(
-                        index="seed", columns="method", values=col, aggfunc="first")
-                    runs = runs[[m, *refs]].dropna() if set(refs) <= set(runs.columns) else runs.iloc[:0]
-                    if runs.empty:
-                        continue
-                    reference = min(refs, key=lambda r: runs[r].mean())
-                    mine, ref = runs[m].mean(), runs[reference].mean()
-                    test = signed_rank_test(runs[m], runs[reference])
-                    rows.append({
-                        "family": family, "workers": n_workers, "method": m, "regret": kind, "task": task,
-                        "grid": f"{_ratio(on_task[m], min(ref_means)):.2f}x "
-                                f"({_fmt(on_task[m])} vs {_fmt(min(ref_means))})",
-                        "seeds": len(runs),
-                        "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
-                        "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
-                        f"over {limit:g}x": "yes" if mine - limit * ref > TIE_TOLERANCE else "no",
-                    })
-    return pd.DataFrame(rows)
+    for family, n_workers, m, col, kind, task, grid_mine, grid_ref, refs in _task_cells_over(last, limit, references):
+        on_task = both[(both["benchmark"] == family) & (both["n_workers"] == n_workers) & (both["task"] == task)]
+        # the seeds where the method and every reference ran
+        runs = on_task.pivot_table(index="seed", columns="method", values=col, aggfunc="first")[[m, *refs]].dropna()
+        reference = min(refs, key=lambda r: runs[r].mean())
+        mine, ref = runs[m].mean(), runs[reference].mean()
+        test = signed_rank_test(runs[m], runs[reference])
+        rows.append({
+            "family": family, "workers": n_workers, "method": m, "regret": kind, "task": task,
+            "grid": f"{_ratio(grid_mine, grid_ref):.2f}x ({_fmt(grid_mine)} vs {_fmt(grid_ref)})",
+            "seeds": len(runs),
+            "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
+            "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
+            f"over {limit:g}x": "yes" if mine - limit * ref > TIE_TOLERANCE else "no",
+        })
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    rank = {"method": {m: i for i, m in enumerate(OURS)},
+            "regret": {kind: i for i, kind in enumerate(REGRET_KINDS.values())}}
+    return table.sort_values(["family", "workers", "method", "regret", "task"], kind="stable",
+                             key=lambda c: c.map(rank[c.name]) if c.name in rank else c).reset_index(drop=True)
 
 
 def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
