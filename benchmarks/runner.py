@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -83,19 +83,12 @@ def _multi_fidelity(class_name: str, sampling: str) -> Callable[..., TrialSchedu
 
 def _ours(class_name: str) -> Callable[..., TrialScheduler]:
     """DyHPO or DeepPowerLaw with the table as the candidates' ``configs`` and exact segments
-    (:data:`SEGMENT_END_ATTR`); ``options``: further constructor arguments (``completion`` given
-    as a dict: the method's default completion with those settings replaced)."""
+    (:data:`SEGMENT_END_ATTR`); ``options``: further constructor arguments."""
 
     def factory(d, cs, configs, seed, **options: Any) -> TrialScheduler:
-        import inspect
-
         import syne_dyhpo
 
-        method = getattr(syne_dyhpo, class_name)
-        if isinstance(options.get("completion"), dict):
-            default = inspect.signature(method).parameters["completion"].default
-            options = {**options, "completion": replace(default, **options["completion"])}
-        return method(
+        return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
             max_t=d.max_t, random_seed=seed, candidates=syne_dyhpo.CandidateOptions(configs=configs),
             max_resource_attr=SEGMENT_END_ATTR, **options,
@@ -124,10 +117,6 @@ NO_DEPTH_GATE: dict[str, Any] = {"depth_gate": None}
 #: Our methods deciding as the papers do: neither the completion nor the depth gate
 PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 
-#: The method's default completion with leaders ranked by their latest scores instead of their
-#: best (``IncumbentCompletion.leader_score``; an open question, measured for DeepPowerLaw)
-LATEST_LEADER: dict[str, Any] = {"completion": {"leader_score": "latest"}}
-
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours sets one deviation from the papers to the papers' setting, or all of them
 #: (``-papers``)
@@ -143,7 +132,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-no-depth-gate": ("DeepPowerLaw", NO_DEPTH_GATE),
     "DyHPO-papers": ("DyHPO", PAPERS),
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
-    "DeepPowerLaw-latest-leader": ("DeepPowerLaw", LATEST_LEADER),
 }
 
 

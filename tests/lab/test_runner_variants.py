@@ -22,7 +22,6 @@ GATE = asdict(DepthGate())
     ("DeepPowerLaw-no-depth-gate", "default", None),
     ("DyHPO-papers", None, None),
     ("DeepPowerLaw-papers", None, None),
-    ("DeepPowerLaw-latest-leader", {"leader_score": "latest"}, "default"),
 ])
 def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completion, gate):
     definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=3)
@@ -30,9 +29,7 @@ def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completi
     base = VARIANTS[method][0]
     assert type(scheduler).__name__ == base
     metadata = scheduler.metadata()
-    expected = completion if completion is None or completion == "default" else {**COMPLETION[base], **completion}
-    assert metadata["completion"] == (COMPLETION[base] if expected == "default" else expected)
-    assert COMPLETION[base]["leader_score"] == "best"
+    assert metadata["completion"] == (COMPLETION[base] if completion == "default" else None)
     assert metadata["depth_gate"] == (GATE if gate == "default" else None)
     assert GATE == {"top_fraction": 0.75, "min_kept": 2}
 
@@ -40,4 +37,4 @@ def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completi
 def test_every_variant_of_ours_is_covered():
     ours = {name for name, (preset, _) in VARIANTS.items() if preset in ("DyHPO", "DeepPowerLaw")}
     assert ours == {f"{m}{s}" for m in ("DyHPO", "DeepPowerLaw")
-                    for s in ("", "-no-completion", "-no-depth-gate", "-papers")} | {"DeepPowerLaw-latest-leader"}
+                    for s in ("", "-no-completion", "-no-depth-gate", "-papers")}
