@@ -68,7 +68,7 @@ def test_tuner_run(method, task, n_workers):
     assert meta["num_observations"] >= len(df) - 4 * n_workers
 
 
-@pytest.mark.parametrize("method, task, budget", [("DeepPowerLaw", LCBENCH, 120), ("DyHPO", TASKSET, 80)])
+@pytest.mark.parametrize("method, task, budget", [("DeepPowerLaw", LCBENCH, 80), ("DyHPO", TASKSET, 80)])
 def test_same_seed_same_decisions(method, task, budget):
     def decisions(seed):
         _, df, meta = simulate(method, *task, n_workers=1, seed=seed, budget=budget)

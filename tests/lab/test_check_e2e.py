@@ -22,8 +22,9 @@ pytestmark = pytest.mark.slow
 # depend on machine load, and with 4 workers whether one of the concurrent trials gets all 30
 # epochs within 200 is a coin flip (deterministic simulation, seeds 0-5: DyHPO 3 of 6,
 # DeepPowerLaw 4 of 6; with 1 worker 6 of 6 each). The 4-worker runs of test_e2e_simulator
-# are deterministic. A seed other than 0 seeds the scheduler (it once failed in the backend).
-@pytest.mark.parametrize("scheduler, n_workers, seed", [("DyHPO", 1, 0), ("DeepPowerLaw", 1, 0), ("DyHPO", 1, 3)])
+# are deterministic. A seed other than 0 seeds the scheduler (it once failed in the backend):
+# DeepPowerLaw runs with one.
+@pytest.mark.parametrize("scheduler, n_workers, seed", [("DyHPO", 1, 0), ("DeepPowerLaw", 1, 3)])
 def test_check_e2e(tmp_path, scheduler, n_workers, seed):
     env = {**os.environ, "PYTHONPATH": str(REPO), "SYNETUNE_FOLDER": str(tmp_path)}
     out = subprocess.run(
