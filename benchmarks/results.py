@@ -376,6 +376,12 @@ def _ratio(mine: float, ref: float) -> float:
     return mine / ref
 
 
+def _over(mine: float, ref: float, limit: float) -> bool:
+    """Whether a mean regret is over ``limit`` times the reference mean (the worst-task target),
+    by more than :data:`~benchmarks.report.TIE_TOLERANCE`."""
+    return mine - limit * ref > TIE_TOLERANCE
+
+
 def worst_tasks(
     long: pd.DataFrame,
     limit: float = RATIO_LIMIT,
@@ -425,7 +431,7 @@ def worst_tasks(
                     mine, ref = means.loc[(family, n_workers, m, task), col], min(ref_means)
                     ratio = _ratio(mine, ref)
                     compared += 1
-                    over += int(mine - limit * ref > TIE_TOLERANCE)
+                    over += int(_over(mine, ref, limit))
                     if worst is None or (ratio, mine) > (worst[0], worst[2]):
                         worst = (ratio, task, mine, ref)
                 row[f"{kind} worst"] = (
@@ -510,7 +516,7 @@ def _task_cells_over(last: pd.DataFrame, limit: float, references: Sequence[str]
         for m in (m for m in OURS if m in g.index and refs):
             for col, kind in REGRET_KINDS.items():
                 mine, ref = g.loc[m, col], g.loc[refs, col].min()
-                if mine - limit * ref > TIE_TOLERANCE:
+                if _over(mine, ref, limit):
                     yield family, n_workers, m, col, kind, task, mine, ref, refs
 
 
@@ -570,7 +576,7 @@ def tasks_over_on_more_seeds(
             "seeds": len(runs),
             "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
             "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
-            f"over {limit:g}x": "yes" if mine - limit * ref > TIE_TOLERANCE else "no",
+            f"over {limit:g}x": "yes" if _over(mine, ref, limit) else "no",
         })
     table = pd.DataFrame(rows)
     if table.empty:
