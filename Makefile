@@ -40,7 +40,7 @@ benchmark: setup
 	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
 		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw DyHPO-no-completion DeepPowerLaw-no-completion \
-		DyHPO-no-depth-gate DeepPowerLaw-no-depth-gate DyHPO-papers DeepPowerLaw-papers DyHPO-horizon \
+		DyHPO-no-depth-gate DeepPowerLaw-no-depth-gate DyHPO-papers DeepPowerLaw-papers \
 		--seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir $(RESULTS_DIR)
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
 		--methods ASHA --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir $(RESEEDED_DIR)

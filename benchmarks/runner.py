@@ -119,8 +119,7 @@ PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours sets one deviation from the papers to the papers' setting, or all of them
-#: (``-papers``); ``DyHPO-horizon`` is a study: EI_MF asked 10 % of ``max_t`` ahead
-#: (``acquisition_horizon=0.1``, off by default)
+#: (``-papers``)
 VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "RandomSearch": ("RandomSearch", {}),
     "ASHA": ("ASHA", {}),
@@ -133,7 +132,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-no-depth-gate": ("DeepPowerLaw", NO_DEPTH_GATE),
     "DyHPO-papers": ("DyHPO", PAPERS),
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
-    "DyHPO-horizon": ("DyHPO", {"acquisition_horizon": 0.1}),
 }
 
 

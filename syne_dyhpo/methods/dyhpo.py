@@ -4,14 +4,12 @@ improvement at the candidate's next budget."""
 
 from __future__ import annotations
 
-import math
-from functools import partial
 from typing import Any
 
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_flag, checked_number
+from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
@@ -38,37 +36,23 @@ class MultiFidelityLogEI(LogExpectedImprovement):
     log EI: EI of the score at the candidate's next budget ``b`` against the best score
     observed at ``b`` by any configuration, or, if none was observed there, at any budget.
 
-    With a ``horizon``, the score asked for is further ahead: ``ceil(horizon * max_t)`` epochs
-    after the candidate's last epoch (at least ``b``, at most ``max_t``), against the best
-    score observed at that epoch (not in the paper: a configuration that starts slowly is
-    compared with what others reached at the epoch it is asked about, not at its next one).
-
     :param model: the fitted deep-kernel GP and its outcome transform
     :param best_per_budget: best score observed at each epoch 1..max_t (-inf where none)
-    :param horizon: None for the candidate's next budget (the paper), else a fraction of
-        ``max_t`` in (0, 1]. Defaults to None
     """
 
-    def __init__(self, model: FittedModel, best_per_budget: np.ndarray, horizon: float | None = None):
+    def __init__(self, model: FittedModel, best_per_budget: np.ndarray):
         super().__init__(model)
         self.best_per_budget = best_per_budget
-        self.horizon = horizon
 
     @classmethod
-    def from_observations(
-        cls, model: FittedModel, observations: Observations, horizon: float | None = None
-    ) -> "MultiFidelityLogEI":
-        return cls(model, observations.best_score_per_budget(), horizon)
+    def from_observations(cls, model: FittedModel, observations: Observations) -> "MultiFidelityLogEI":
+        return cls(model, observations.best_score_per_budget())
 
     def budgets(self, candidates: Candidates) -> np.ndarray:
-        if self.horizon is None:
-            return candidates.budget
-        max_t = len(self.best_per_budget)
-        budget = np.asarray(candidates.budget, dtype=int)
-        return np.minimum(np.maximum(budget, budget - 1 + math.ceil(self.horizon * max_t)), max_t)
+        return candidates.budget
 
     def best_f(self, candidates: Candidates) -> np.ndarray:
-        return per_budget_incumbent(self.best_per_budget, self.budgets(candidates))
+        return per_budget_incumbent(self.best_per_budget, candidates.budget)
 
 
 #: Default training schedule of DyHPO's GP: the kernel is refined (warm start) every 21
@@ -132,9 +116,6 @@ class DyHPO(FreezeThawScheduler):
     :param completion: the incumbent completion (see
         :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
         :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
-    :param acquisition_horizon: how far ahead EI_MF asks the GP, as a fraction of ``max_t`` in
-        (0, 1] (see :class:`MultiFidelityLogEI`; not in the paper). Defaults to None, the
-        paper's: the candidate's next budget
     """
 
     def __init__(
@@ -146,18 +127,12 @@ class DyHPO(FreezeThawScheduler):
         condition_on_running: bool = False,
         normalisation_scores: str = "trials_if_alike",
         completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
-        acquisition_horizon: float | None = None,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
-        if acquisition_horizon is not None:
-            acquisition_horizon = checked_number(
-                "acquisition_horizon", acquisition_horizon, math.ulp(0.0), 1.0, "None or a number in (0, 1]"
-            )
-        self.acquisition_horizon = acquisition_horizon
         policy = SurrogatePolicy(
             surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
-            acquisition=partial(MultiFidelityLogEI.from_observations, horizon=acquisition_horizon),
+            acquisition=MultiFidelityLogEI.from_observations,
             schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
             condition_on_pending=condition_on_running,
             normalisation_scores=normalisation_scores,
@@ -169,6 +144,3 @@ class DyHPO(FreezeThawScheduler):
             completion=completion,
             **kwargs,
         )
-
-    def metadata(self) -> dict[str, Any]:
-        return {**super().metadata(), "acquisition_horizon": self.acquisition_horizon}

@@ -32,21 +32,9 @@ def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completi
     assert metadata["completion"] == (COMPLETION[base] if completion == "default" else None)
     assert metadata["depth_gate"] == (GATE if gate == "default" else None)
     assert GATE == {"top_fraction": 0.75, "min_kept": 2}
-    if base == "DyHPO":
-        assert metadata["acquisition_horizon"] is None  # the paper's EI_MF
-
-
-def test_the_horizon_study_changes_only_dyhpos_acquisition_horizon():
-    definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=3)
-    space, configs = {"x": choice([1, 2])}, [{"x": 1}, {"x": 2}]
-    study = METHODS["DyHPO-horizon"](definition, space, configs, 0).metadata()
-    default = METHODS["DyHPO"](definition, space, configs, 0).metadata()
-    assert study["acquisition_horizon"] == 0.1
-    assert {k: v for k, v in study.items() if k != "acquisition_horizon"} == {
-        k: v for k, v in default.items() if k != "acquisition_horizon"}
 
 
 def test_every_variant_of_ours_is_covered():
     ours = {name for name, (preset, _) in VARIANTS.items() if preset in ("DyHPO", "DeepPowerLaw")}
     assert ours == {f"{m}{s}" for m in ("DyHPO", "DeepPowerLaw")
-                    for s in ("", "-no-completion", "-no-depth-gate", "-papers")} | {"DyHPO-horizon"}
+                    for s in ("", "-no-completion", "-no-depth-gate", "-papers")}

@@ -96,30 +96,6 @@ def test_dyhpo_acquisition_uses_per_budget_incumbent():
     assert ei[0] > ei[1] == pytest.approx(ei[2])
 
 
-def test_dyhpo_acquisition_with_a_horizon_asks_further_ahead_against_that_epochs_best():
-    obs = observations_two_trials()  # max_t = 4; best at epoch 1: 0.7, at epoch 2: 0.8
-    model = fixed_model([0.75, 0.75, 0.75], [0.1, 0.1, 0.1])
-    # horizon 0.5: ceil(0.5 * 4) = 2 epochs after the last (next budget 1 -> epoch 2, 2 -> 3,
-    # 4 -> 5, capped at max_t)
-    ei = MultiFidelityLogEI.from_observations(model, obs, horizon=0.5)(candidates([1, 2, 4]))
-    assert model.surrogate.asked.tolist() == [2, 3, 4]
-    expected = expected_improvement(np.full(3, 0.75), np.full(3, 0.1), np.array([0.8, 0.8, 0.8]))
-    assert np.exp(ei) == pytest.approx(expected)
-    # the smallest horizon is the paper's next budget
-    MultiFidelityLogEI.from_observations(model, obs, horizon=0.01)(candidates([1, 2, 4]))
-    assert model.surrogate.asked.tolist() == [1, 2, 4]
-
-
-@pytest.mark.parametrize("horizon", [0.0, 1.5, -0.1, float("nan"), True, "0.1"])
-def test_dyhpo_refuses_a_bad_acquisition_horizon_by_name(horizon):
-    from syne_tune.config_space import uniform
-
-    from syne_dyhpo import DyHPO
-
-    with pytest.raises(ValueError, match="acquisition_horizon"):
-        DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=4, acquisition_horizon=horizon)
-
-
 def test_the_fitted_model_keeps_what_the_acquisition_last_predicted():
     obs = observations_two_trials()
     model = fixed_model([0.75, 0.65], [0.1, 0.2])
