@@ -508,16 +508,18 @@ def _task_cells_over(last: pd.DataFrame, limit: float, references: Sequence[str]
     """The task-cells over the worst-task target: ``(family, workers, method, regret column,
     regret kind, task, mean, reference mean, references run there)`` for each method of
     :data:`OURS` whose mean regret on a task is over ``limit`` times the better reference's there
-    (``last``: the rows of the full budget)."""
-    means = last.groupby(["benchmark", "n_workers", "task", "method"])[list(REGRET_KINDS)].mean()
-    for (family, n_workers, task), g in means.groupby(level=[0, 1, 2], sort=True):
-        g = g.droplevel([0, 1, 2])
-        refs = [r for r in references if r in g.index]
-        for m in (m for m in OURS if m in g.index and refs):
+    (``last``: the rows of the full budget), ordered by family, workers, method (as in
+    :data:`OURS`), regret (as in :data:`REGRET_KINDS`) and task."""
+    means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
+    for (family, n_workers), cell in means.groupby(level=[0, 1], sort=True):
+        cell = cell.droplevel([0, 1])
+        for m in (m for m in OURS if m in cell.index.get_level_values(0)):
             for col, kind in REGRET_KINDS.items():
-                mine, ref = g.loc[m, col], g.loc[refs, col].min()
-                if _over(mine, ref, limit):
-                    yield family, n_workers, m, col, kind, task, mine, ref, refs
+                for task in sorted(cell.loc[m].index):
+                    on_task = cell.xs(task, level=1)[col]
+                    refs = [r for r in references if r in on_task.index]
+                    if refs and _over(on_task[m], on_task[refs].min(), limit):
+                        yield family, n_workers, m, col, kind, task, on_task[m], on_task[refs].min(), refs
 
 
 def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Sequence[str] = REFERENCES) -> list[str]:
@@ -578,13 +580,7 @@ def tasks_over_on_more_seeds(
             "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
             f"over {limit:g}x": "yes" if _over(mine, ref, limit) else "no",
         })
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    rank = {"method": {m: i for i, m in enumerate(OURS)},
-            "regret": {kind: i for i, kind in enumerate(REGRET_KINDS.values())}}
-    return table.sort_values(["family", "workers", "method", "regret", "task"], kind="stable",
-                             key=lambda c: c.map(rank[c.name]) if c.name in rank else c).reset_index(drop=True)
+    return pd.DataFrame(rows)
 
 
 def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
