@@ -31,11 +31,19 @@ def _key(values: Sequence) -> tuple:
     return tuple(f"{float(v):.6g}" for v in values)
 
 
+def _mean_over_seeds(values: np.ndarray) -> np.ndarray:
+    """Mean of each row's finite values (NaN where there is none: a diverged configuration)."""
+    finite = np.isfinite(values)
+    count = finite.sum(axis=1)
+    total = np.where(finite, values, 0.0).sum(axis=1)
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
 def best_rows(table: pd.DataFrame, values: np.ndarray, do_minimize: bool, top: int) -> dict[tuple, int]:
     """The ``top`` best rows of a table: hyperparameter key -> rank (0 is the best).
 
     :param table: the table's hyperparameters, one row per configuration
-    :param values: each configuration's value at ``max_t``
+    :param values: each configuration's value at ``max_t`` (NaN ranks last)
     :param do_minimize: whether lower values are better
     :param top: how many of the best
     """
@@ -87,7 +95,7 @@ def best_config_reach(
         d = summary["definition"]
         if best is None:
             metric = blackbox.objectives_names.index(d["metric"])
-            values = np.nanmean(blackbox.objectives_evaluations[:, :, -1, metric], axis=1)
+            values = _mean_over_seeds(blackbox.objectives_evaluations[:, :, -1, metric])
             best = best_rows(blackbox.hyperparameters, values, d["do_minimize"], top)
         reach = run_reach(pd.read_csv(run_file.parent / RESULTS_FILE), best, columns, d["time_attr"], d["max_t"])
         row = rows.setdefault((summary["method"], summary["n_workers"]), {"runs": 0, "started": 0, "trained": 0, "depths": []})

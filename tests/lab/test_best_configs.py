@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from benchmarks.best_configs import best_config_reach, best_rows, main
+from benchmarks.best_configs import _mean_over_seeds, best_config_reach, best_rows, main
 from benchmarks.blackboxes import load_benchmark
 
 DATA = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "lcbench"
@@ -73,3 +73,13 @@ def test_no_runs_and_a_bad_top_are_errors_naming_the_value(tmp_path):
         best_config_reach([tmp_path], DATA, TASK)
     with pytest.raises(SystemExit):
         main([str(tmp_path), "--data", str(DATA), "--task", TASK, "--top", "0"])
+
+
+def test_a_diverged_configuration_ranks_last_in_either_direction():
+    hp = pd.DataFrame({"x": [0.1, 0.2, 0.3]})
+    # row 1 diverged in every seed of the table, row 2 in one of two
+    evaluations = np.array([[1.0, 1.0], [np.nan, np.nan], [3.0, np.nan]])
+    values = _mean_over_seeds(evaluations)
+    assert values[0] == 1.0 and np.isnan(values[1]) and values[2] == 3.0
+    assert best_rows(hp, values, do_minimize=False, top=3) == {("0.3",): 0, ("0.1",): 1, ("0.2",): 2}
+    assert best_rows(hp, values, do_minimize=True, top=3) == {("0.1",): 0, ("0.3",): 1, ("0.2",): 2}
