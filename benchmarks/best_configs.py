@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,11 +33,10 @@ def _key(values: Sequence) -> tuple:
 
 
 def _mean_over_seeds(values: np.ndarray) -> np.ndarray:
-    """Mean of each row's finite values (NaN where there is none: a diverged configuration)."""
-    finite = np.isfinite(values)
-    count = finite.sum(axis=1)
-    total = np.where(finite, values, 0.0).sum(axis=1)
-    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    """Mean of each row's non-NaN values (NaN where there is none: a diverged configuration)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "Mean of empty slice"
+        return np.nanmean(values, axis=1)
 
 
 def best_rows(table: pd.DataFrame, values: np.ndarray, do_minimize: bool, top: int) -> dict[tuple, int]:
@@ -67,7 +67,7 @@ def run_reach(results: pd.DataFrame, best: dict[tuple, int], columns: Sequence[s
     depth = trials[time_attr].max()
     config = first[[f"config_{c}" for c in columns]].to_numpy()
     depths = [int(depth[t]) for t, row in zip(first.index, config) if _key(row) in best]
-    return {"started": bool(depths), "trained": any(d >= max_t for d in depths), "depths": sorted(depths)}
+    return {"started": bool(depths), "trained": any(d >= max_t for d in depths), "depths": depths}
 
 
 def best_config_reach(
@@ -77,7 +77,7 @@ def best_config_reach(
 
     :param results_dirs: the runner's results folders (for instance seeds 0-4 in one, 5-9 in another)
     :param data: the serialized blackbox folder the runs simulated (runs are those of its
-        benchmark name, the folder's name)
+        benchmark name, the folder's name; metric, direction and ``max_t`` are its defaults)
     :param task: the task
     :param top: how many of the table's best configurations
     :return: ``method``, ``n_workers``, ``runs``, ``started`` (runs that started one of them),
@@ -85,19 +85,17 @@ def best_config_reach(
     """
     definition, blackbox = load_benchmark(data, task)
     columns = list(blackbox.hyperparameters.columns)
+    metric = blackbox.objectives_names.index(definition.metric)
+    values = _mean_over_seeds(blackbox.objectives_evaluations[:, :, -1, metric])
+    best = best_rows(blackbox.hyperparameters, values, definition.do_minimize, top)
     rows: dict[tuple, dict] = {}
-    best = None
     run_files = [f for folder in results_dirs for f in sorted(Path(folder).rglob(RUN_FILE))]
     for run_file in run_files:
         summary = json.loads(run_file.read_text())
         if summary["task"] != task or summary["benchmark"] != definition.name:
             continue
-        d = summary["definition"]
-        if best is None:
-            metric = blackbox.objectives_names.index(d["metric"])
-            values = _mean_over_seeds(blackbox.objectives_evaluations[:, :, -1, metric])
-            best = best_rows(blackbox.hyperparameters, values, d["do_minimize"], top)
-        reach = run_reach(pd.read_csv(run_file.parent / RESULTS_FILE), best, columns, d["time_attr"], d["max_t"])
+        results = pd.read_csv(run_file.parent / RESULTS_FILE)
+        reach = run_reach(results, best, columns, definition.time_attr, definition.max_t)
         row = rows.setdefault((summary["method"], summary["n_workers"]), {"runs": 0, "started": 0, "trained": 0, "depths": []})
         row["runs"] += 1
         row["started"] += reach["started"]
