@@ -513,13 +513,17 @@ def _task_cells_over(last: pd.DataFrame, limit: float, references: Sequence[str]
     means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
     for (family, n_workers), cell in means.groupby(level=[0, 1], sort=True):
         cell = cell.droplevel([0, 1])
+        # each task's means by method, and the references run on it
+        by_task = {task: cell.xs(task, level=1) for task in cell.index.get_level_values(1).unique()}
+        refs = {task: [r for r in references if r in on_task.index] for task, on_task in by_task.items()}
         for m in (m for m in OURS if m in cell.index.get_level_values(0)):
             for col, kind in REGRET_KINDS.items():
                 for task in sorted(cell.loc[m].index):
-                    on_task = cell.xs(task, level=1)[col]
-                    refs = [r for r in references if r in on_task.index]
-                    if refs and _over(on_task[m], on_task[refs].min(), limit):
-                        yield family, n_workers, m, col, kind, task, on_task[m], on_task[refs].min(), refs
+                    if not refs[task]:
+                        continue
+                    mine, ref = by_task[task].loc[m, col], by_task[task].loc[refs[task], col].min()
+                    if _over(mine, ref, limit):
+                        yield family, n_workers, m, col, kind, task, mine, ref, refs[task]
 
 
 def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Sequence[str] = REFERENCES) -> list[str]:
