@@ -1,4 +1,4 @@
-"""The tuning jobs ``tests/test_continuation.py`` kills with SIGKILL (issue 10, item 8).
+"""The tuning jobs ``tests/e2e/test_continuation.py`` kills with SIGKILL.
 
 DyHPO tunes a checkpointed training script on Syne Tune's ``LocalBackend`` (real processes, one
 per segment: ``max_resource_attr="epochs"``) with 2 workers, and Syne Tune saves the tuner after

@@ -1,4 +1,4 @@
-"""A fast stand-in for a checkpointed training script (no torch): ``tests/test_continuation.py``
+"""A fast stand-in for a checkpointed training script (no torch): ``tests/e2e/test_continuation.py``
 runs many segments with it. Loss ``(x - 0.3)^2 + 1 / epoch``, epochs of 0.1 to 0.6 s; like ``launch/train_mlp.py`` it
 resumes from its checkpoint at the next epoch, stops after ``--epochs`` and checkpoints each
 epoch (atomically) before reporting it. ``--linger S`` keeps the process alive S seconds after
