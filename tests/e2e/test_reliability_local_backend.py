@@ -4,7 +4,7 @@ it; the results it reports after the pause are dropped by Syne Tune. The run mus
 once (one ERROR naming ``max_resource_attr``) and record the lost epochs as missing, never as
 data at another epoch. With ``max_resource_attr`` every printed epoch is recorded.
 
-The script is ``tests/fake_train.py`` (no torch: epochs of about 0.1 s, loss
+The script is ``tests/e2e/fake_train.py`` (no torch: epochs of about 0.1 s, loss
 ``(x - 0.3)^2 + 1 / epoch``). Without ``max_resource_attr`` the space has 4 configurations, so
 that the run soon only resumes; with it, the space is continuous (with a nearly used-up pool the
 scheduler lets jobs run to ``max_t``, see ``FreezeThawScheduler``'s ``max_resource_attr``).
