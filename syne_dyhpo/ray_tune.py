@@ -199,7 +199,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             return
         local = getattr(storage.storage_filesystem, "type_name", "local") == "local"
         folder = storage.experiment_fs_path if local else storage.experiment_driver_staging_path
-        self.core.attach_decision_log(folder, start_timestamp=self._started_at)
+        self.core.attach_decision_log(folder, start_timestamp=self._started_at, n_workers=self.max_concurrent)
 
     def on_trial_add(self, tune_controller: Any, trial: RayTrial) -> None:
         if not self._log_attached:

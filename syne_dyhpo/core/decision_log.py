@@ -326,9 +326,17 @@ def checkpoint_template(backend) -> str | None:
     return None
 
 
-def run_info(scheduler, backend=None) -> dict[str, Any]:
-    """What the report needs to read a run besides Syne Tune's files."""
+def run_info(scheduler, backend=None, start_timestamp: float | None = None,
+             n_workers: int | None = None) -> dict[str, Any]:
+    """What the report needs to read a run besides Syne Tune's files.
+
+    :param start_timestamp: ``time.time()`` when the log's clock started (Ray Tune's results
+        carry only such stamps)
+    :param n_workers: the number of trials run at once (the report's share of worker time)
+    """
     return {
+        "start_timestamp": start_timestamp,
+        "n_workers": n_workers,
         "scheduler": type(scheduler).__name__,
         "metric": scheduler.metric,
         "mode": scheduler.metric_mode(),

@@ -543,15 +543,18 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """
         return self._log.dataframe()
 
-    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None) -> None:
+    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None,
+                            n_workers: int | None = None) -> None:
         """Writes the decision log into ``folder`` from now on (appending to its
         :data:`~syne_dyhpo.core.decision_log.LOG_FILENAME`), timed from ``start_timestamp``
         (``time.time()`` when the run started). Done automatically inside a Syne Tune ``Tuner``
         (its experiment folder); front ends that drive the scheduler themselves call it.
 
         :param backend: the backend running the trials (where their checkpoints are)
+        :param n_workers: the number of trials run at once
         """
-        self._log.bind(folder, start_timestamp, run_info=decision_log.run_info(self, backend))
+        self._log.bind(folder, start_timestamp,
+                       run_info=decision_log.run_info(self, backend, start_timestamp, n_workers))
 
     def _bind_log(self, tuner) -> None:
         if tuner is None:
@@ -560,7 +563,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         from syne_tune.constants import ST_TUNER_START_TIMESTAMP
 
         self.attach_decision_log(
-            str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend
+            str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend,
+            n_workers=tuner.n_workers,
         )
 
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------

@@ -1,5 +1,7 @@
 """The learning-curves picture: every trial's curve faint, the curves of trials trained to
-``max_t`` in colour, the take-home trial's thick."""
+``max_t`` in colour, the take-home trial's thick. A trial with one result (most of a
+freeze-thaw run's trials: one epoch, never resumed) is a curve of one point, which a line does
+not draw: those are dots, all in one grey scatter."""
 
 from __future__ import annotations
 
@@ -23,17 +25,24 @@ def plot_curves(run: Run, histories: dict[int, TrialHistory], home: TakeHome, pa
     fig, ax = plt.subplots(figsize=(8, 5), dpi=90)
     colours = plt.get_cmap("tab10").colors
     trained = [tid for tid in sorted(histories) if histories[tid].trained and tid != home.trial_id]
+    dots: list[tuple[int, float]] = []
     for tid, h in histories.items():
         epochs, values = _finite(h)
-        if epochs and tid not in trained and tid != home.trial_id:
+        if len(epochs) == 1 and tid not in trained and tid != home.trial_id:
+            dots.append((epochs[0], values[0]))
+        elif epochs and tid not in trained and tid != home.trial_id:
             ax.plot(epochs, values, color="grey", alpha=0.25, linewidth=0.8)
+    if dots:
+        ax.scatter([d[0] for d in dots], [d[1] for d in dots], color="grey", alpha=0.5, s=12, zorder=2,
+                   label=f"{len(dots)} trials of one result")
     for i, tid in enumerate(trained):
         epochs, values = _finite(histories[tid])
-        ax.plot(epochs, values, color=colours[i % len(colours)], linewidth=1.4,
+        ax.plot(epochs, values, color=colours[i % len(colours)], linewidth=1.4, marker=_marker(epochs),
                 label=f"trial {tid}" if i < 8 else None)
     if home.trial_id is not None:
         epochs, values = _finite(histories[home.trial_id])
-        ax.plot(epochs, values, color="black", linewidth=3.0, label=f"trial {home.trial_id} (take home)")
+        ax.plot(epochs, values, color="black", linewidth=3.0, marker=_marker(epochs),
+                label=f"trial {home.trial_id} (take home)")
     ax.set_xlabel(run.time_attr)
     ax.set_ylabel(run.metric)
     ax.set_xlim(0.5, run.max_t + 0.5)
@@ -47,12 +56,16 @@ def plot_curves(run: Run, histories: dict[int, TrialHistory], home: TakeHome, pa
         ax.set_ylim(lo - pad, hi + pad)
     ax.grid(alpha=0.3)
     ax.set_title(f"Learning curves ({len(histories)} trials; coloured: trained to max_t={run.max_t})", fontsize=10)
-    if trained or home.trial_id is not None:
+    if trained or home.trial_id is not None or dots:
         ax.legend(fontsize=8, loc="best")
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
     return Path(path)
+
+
+def _marker(epochs: list[int]) -> str | None:
+    return "o" if len(epochs) == 1 else None  # one point: a line draws nothing
 
 
 def _finite(h: TrialHistory) -> tuple[list[int], list[float]]:

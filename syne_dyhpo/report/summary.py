@@ -4,7 +4,8 @@ Counts come from Syne Tune's results (one row per result the Tuner saw): a trial
 once per result that follows a PAUSE of it, *trained to max_t* if it reported a finite value at
 ``max_t``, *diverged* if it reported NaN or inf. *Failed* trials (a job that crashed, or a
 checkpoint lost on a resume) are in the decision log only, and so are trials started that never
-reported; *started* counts those too.
+reported; *started* counts those too. *Job starts* and the share of worker time they took are
+:mod:`~syne_dyhpo.report.job_starts`'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from syne_dyhpo.report.job_starts import JobStarts, job_starts
 from syne_dyhpo.report.loading import Run
 
 #: the reasons of decisions that chose what a free worker does (the others are ends of trials)
@@ -88,6 +90,7 @@ class Summary:
     scheduler_seconds: float | None
     decisions: int
     reasons: dict[str, int]
+    jobs: JobStarts | None = None
 
     @property
     def first_epoch_share(self) -> float:
@@ -170,6 +173,7 @@ def summarise(run: Run, histories: dict[int, TrialHistory]) -> Summary:
         scheduler_seconds=float(log["ms"].astype(float).sum()) / 1000.0 if len(log) else None,
         decisions=len(decided),
         reasons={str(k): int(v) for k, v in reasons.items()},
+        jobs=job_starts(run, histories),
     )
 
 
@@ -210,6 +214,7 @@ def report_text(run: Run, summary: Summary, home: TakeHome) -> list[str]:
     lines = [
         f"Run {run.path}",
         f"  {run.scheduler or 'scheduler ?'} on {run.backend or 'backend ?'}; {run.metric} ({run.mode}), max_t={run.max_t}",
+        *(f"Warning: {w}" for w in run.warnings),
         "",
     ]
     if home.trial_id is None:
@@ -238,6 +243,7 @@ def report_text(run: Run, summary: Summary, home: TakeHome) -> list[str]:
     per_model = s.epochs_per_trained_model
     lines.append(f"Epochs per trained model: {per_model:.1f}" if per_model is not None
                  else "Epochs per trained model: n/a (no trial trained to max_t)")
+    lines += job_lines(s)
     if s.scheduler_seconds is not None:
         lines.append(f"Scheduler: {s.scheduler_seconds:.1f} s over {s.decisions} decisions")
         if s.reasons:
@@ -245,6 +251,29 @@ def report_text(run: Run, summary: Summary, home: TakeHome) -> list[str]:
                 s.reasons.items(), key=lambda kv: -kv[1])))
     else:
         lines.append("Scheduler: no decision log in this folder")
+    return lines
+
+
+def job_lines(summary: Summary) -> list[str]:
+    """The job starts and the share of worker time they took, in words."""
+    jobs = summary.jobs
+    if jobs is None:
+        return []
+    per_job = f"; {summary.epochs / jobs.count:.1f} epochs per job start" if jobs.count and summary.epochs else ""
+    lines = [f"Job starts: {jobs.count} ({jobs.first_starts} first starts, {jobs.count - jobs.first_starts} "
+             f"resumes{per_job})"]
+    if jobs.seconds is not None:
+        epoch = f"epoch {jobs.epoch_seconds:.3g} s (median)"
+        measured = f"measured for {jobs.measured} of {jobs.count} job starts"
+        if jobs.share is not None:
+            lines.append(f"Time of job starts: {100 * jobs.share:.1f} % of worker time: {jobs.seconds:.1f} s beyond the "
+                         f"epoch time, of {jobs.worker_seconds:.1f} s ({jobs.n_workers} workers x {jobs.run_seconds:.1f} s; "
+                         f"{measured}; {epoch})")
+        else:
+            lines.append(f"Time of job starts: {jobs.seconds:.1f} s beyond the epoch time ({measured}; {epoch}); "
+                         f"share of worker time unknown: {jobs.unknown}")
+    else:
+        lines.append(f"Time of job starts: unknown: {jobs.unknown}")
     return lines
 
 

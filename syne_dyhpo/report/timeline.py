@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from syne_dyhpo.report.job_starts import segment_start_times
 from syne_dyhpo.report.loading import Run
 from syne_dyhpo.report.summary import TakeHome, TrialHistory
 
@@ -89,7 +90,7 @@ def segment_bars(run: Run, h: TrialHistory) -> list[tuple[float, float, str]]:
     reasons = epoch_reasons(run, h.trial_id, h.epochs)
     durations = [b - a for a, b in zip(h.times, h.times[1:]) if b > a]
     typical = float(np.median(durations)) if durations else 1.0
-    starts = _segment_start_times(run, h)
+    starts = segment_start_times(run, h)
     bars = []
     for i, (t, reason) in enumerate(zip(h.times, reasons)):
         if i in h.segment_starts:
@@ -104,24 +105,6 @@ def segment_bars(run: Run, h: TrialHistory) -> list[tuple[float, float, str]]:
         else:
             bars.append((begin, max(t - begin, 1e-9), reason))
     return bars
-
-
-def _segment_start_times(run: Run, h: TrialHistory) -> dict[int, float]:
-    """Index of a segment's first result -> the time of the decision that gave it the worker."""
-    log = run.log
-    if not len(log) or "t" not in log:
-        return {}
-    chosen = log[(log["next_trial_id"] == h.trial_id) & log["next"].isin(["start", "resume"])]
-    rows = list(zip(chosen["next_epoch"].astype(float), chosen["t"].astype(float)))
-    out = {}
-    for i in h.segment_starts:
-        if i >= len(h.times):
-            continue
-        # the decision that gave the trial the segment holding this epoch, made before its result
-        fits = [(e, t) for e, t in rows if e >= h.epochs[i] and t <= h.times[i]]
-        if fits:
-            out[i] = min(fits, key=lambda p: (p[0], -p[1]))[1]
-    return out
 
 
 def select_rows(histories: dict[int, TrialHistory], home: TakeHome, max_rows: int = MAX_ROWS

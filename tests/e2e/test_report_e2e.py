@@ -160,6 +160,11 @@ def test_report_of_a_local_backend_run(in_tmp):
         assert report.histories[tid].diverged
     assert {int(t) for t in log.loc[log["reason"] == "failed", "trial_id"]} == set(crashed)
 
+    # job starts: every start and resume the scheduler carried out, each start or resume seen
+    granted = log[log["next"].isin(["start", "resume"])]
+    assert s.jobs.count == len(granted) >= expected["started"] + expected["resumes"]
+    assert s.jobs.n_workers == 2 and s.jobs.first_starts == s.started
+
     # the model to take home was trained to max_t, and its checkpoint is there
     home = report.take_home
     assert home.trial_id is not None and report.histories[home.trial_id].trained
