@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from conftest import data_folder
+from benchmarks import run_benchmarks
 from benchmarks.blackboxes import load_benchmark
 from benchmarks.report import load_runs
 from benchmarks.runner import RunSpec, run_dir, run_one
@@ -135,3 +136,44 @@ def test_bad_protocol_settings_name_the_argument():
         simulator_config(-0.5)
     config = simulator_config(3.0)
     assert config.delay_start == 3.0 and config.delay_stop == config.delay_on_trial_result == 0.0
+
+
+def test_the_cli_runs_every_delay_and_writes_the_tables(tmp_path, capsys):
+    argv = ["--protocol", "wallclock", "--start-delay", "0", "10", "--data", str(data_folder("lcbench")),
+            "--tasks", "car", "--methods", "ASHA", "--seeds", "0", "--budget-factor", "2", "--n-jobs", "1",
+            "--results-dir", str(tmp_path)]
+    assert run_benchmarks.main(argv) == 0
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["wallclock-d0", "wallclock-d10"]
+    text = (tmp_path / "wallclock.md").read_text()
+    assert "### Start delay 0 x the median epoch time" in text and "### Start delay 10 x the median epoch time" in text
+    assert text.count("| LCBench | 1 | ASHA | 1 |") == 2
+    capsys.readouterr()
+    assert run_benchmarks.main(["--start-delay", "1", "--results-dir", str(tmp_path)]) == 2
+    assert "--start-delay 1: only with --protocol wallclock" in capsys.readouterr().err
+    assert run_benchmarks.main(argv[:2] + ["--start-delay", "-1"] + argv[4:]) == 2
+    assert "--start-delay -1: must be finite and >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # five Tuner runs and RESULTS.md three times
+def test_results_md_gains_the_wallclock_section_and_keeps_the_epoch_sections(tmp_path):
+    from benchmarks import results
+
+    source = str(data_folder("lcbench"))
+    for method in ("RandomSearch", "ASHA", "BOHB"):
+        run_one(RunSpec(method, source, "car", 0, 30, 1), tmp_path / "runs")
+    out = tmp_path / "RESULTS.md"
+    argv = [str(tmp_path / "runs"), "--out", str(out), "--figures", ""]
+    assert results.main(argv) == 0
+    epochs_only = out.read_text()
+    # wall-clock runs in the same folder: the epoch protocol's file is the same
+    for method in ("ASHA", "BOHB"):
+        run_one(RunSpec(method, source, "car", 0, 30, 1, "wallclock", 1), tmp_path / "runs")
+    assert results.main(argv) == 0 and out.read_text() == epochs_only
+    assert results.main(argv + ["--wallclock", str(tmp_path / "runs")]) == 0
+    text = out.read_text()
+    before, section = text.split("\n\n## Wall-clock protocol")
+    assert before.replace(f" --wallclock {tmp_path / 'runs'}", "") + "\n" == epochs_only
+    assert "### Start delay 1 x the median epoch time" in section
+    assert "| LCBench | 1 | ASHA | 1 |" in section and "| LCBench | 1 | BOHB | 1 |" in section
+    with pytest.raises(SystemExit):
+        results.main(argv + ["--wallclock", str(tmp_path / "nothing")])

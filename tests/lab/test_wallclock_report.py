@@ -1,10 +1,12 @@
-"""The wall-clock protocol's report (benchmarks/report.py wallclock_long_table) on hand-made
-runs whose regrets and job starts per epoch are known."""
+"""The wall-clock protocol's report (benchmarks/report.py wallclock_long_table,
+benchmarks/results.py wallclock_table / wallclock_sections) on hand-made runs whose regrets and
+job starts per epoch are known."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from benchmarks import results
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_time_fractions
 from benchmarks.report import RunRecord, wallclock_long_table
 
@@ -59,6 +61,25 @@ def test_the_long_table_counts_job_starts_per_epoch_by_each_time(long):
     assert list(asha["epochs"]) == [0, 1, 3] and np.isnan(asha.loc[0.25, "starts_per_epoch"])
     assert asha.loc[1.0, "starts_per_epoch"] == pytest.approx(1 / 3)
     assert list(asha["regret"]) == pytest.approx([1.0, 0.7, 0.2])
+
+
+def test_one_table_per_start_delay_with_ours_against_the_better_reference(long):
+    table = results.wallclock_table(long[long["start_delay"] == 1.0]).set_index("method")
+    assert list(table.index) == ["DyHPO", "ASHA"]
+    assert [table.loc["DyHPO", f"anytime {p} %"] for p in (25, 50, 100)] == ["0.500", "0.400", "0.100"]
+    assert table.loc["DyHPO", "fully-trained 100 %"] == "0.300" and table.loc["ASHA", "anytime 100 %"] == "0.200"
+    assert table.loc["DyHPO", "epochs"] == "6" and table.loc["DyHPO", "job starts per epoch"] == "1.167"
+    assert table.loc["ASHA", "job starts per epoch"] == "0.333"
+    text = "\n\n".join(results.wallclock_sections(long, "results/wallclock"))
+    assert "From the 3 finished runs under `results/wallclock`" in text
+    assert text.index("### Start delay 1 x the median epoch time") < text.index("### Start delay 10 x the median epoch time")
+    # delay 1: DyHPO - ASHA = 0.5 - 1.0, 0.4 - 0.7, 0.1 - 0.2 (anytime); 0, 0, 0.3 - 0.2 (trained)
+    delay_1, delay_10 = text.split("### Start delay 10 x")
+    assert "| LCBench | 1 | DyHPO | anytime | -0.500 (1/0/0, p 1) vs ASHA | -0.300 (1/0/0, p 1) vs ASHA | -0.100 (1/0/0, p 1) vs ASHA |" in delay_1
+    assert "| LCBench | 1 | DyHPO | fully-trained | +0.000 (0/1/0, p 1) vs ASHA | +0.000 (0/1/0, p 1) vs ASHA | +0.100 (0/0/1, p 1) vs ASHA |" in delay_1
+    # delay 10: DyHPO alone, no reference to compare with
+    assert "| LCBench | 1 | DyHPO | 1 | 0.500 | 0.400 | 0.100 |" in delay_10 and "| ASHA |" not in delay_10
+    assert "| LCBench | 1 | DyHPO | anytime | - | - | - |" in delay_10
 
 
 def test_a_run_of_the_epoch_protocol_is_refused():
