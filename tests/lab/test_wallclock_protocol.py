@@ -105,6 +105,23 @@ def test_asha_pays_a_start_per_trial_on_lcbench_epoch_times(tmp_path):
     assert set(jobs["kind"]) == {"start", "stop"}
 
 
+@pytest.mark.parametrize("method, in_budget", [("ASHA", 100), ("BOHB", 99)])
+def test_with_free_starts_on_taskset_the_two_protocols_train_the_same_epochs(tmp_path, method, in_budget):
+    """Delay 0, one worker, 1 s per step: the wall-clock budget is the epoch budget in seconds,
+    and the scheduler sees the same results in the same order. ASHA trains two trials to the
+    end, its 100th step ends at 100 s; BOHB stops trials, each stop takes 2 ms, and its 100th
+    step ends just past the budget."""
+    source = str(data_folder("taskset"))
+    epochs = run_one(RunSpec(method, source, GRU, 0, 100, 1), tmp_path)
+    wall = run_one(RunSpec(method, source, GRU, 0, 100, 1, "wallclock", 0), tmp_path)
+    frames = [pd.read_csv(run_dir(RunSpec(method, source, GRU, 0, 100, 1, *p), tmp_path) / "results.csv.gz")
+              for p in (("epochs", 0), ("wallclock", 0))]
+    columns = ["trial_id", "step", "valid_loss", "st_decision"]
+    assert epochs["n_results"] == 100 and len(frames[1]) >= 100  # a run ends at its first result past 100 s
+    pd.testing.assert_frame_equal(frames[0][columns], frames[1][columns].iloc[:100])
+    assert wall["epochs_in_budget"] == in_budget and (wall["pauses_and_stops"] > 0) == (in_budget == 99)
+
+
 def test_wallclock_runs_have_their_folder_and_never_mix_with_the_epoch_protocol(tmp_path):
     source = str(data_folder("taskset"))
     epochs = RunSpec("ASHA", source, GRU, 0, 60, 1)
