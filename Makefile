@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast benchmark setup
+.PHONY: demo test test-fast benchmark benchmark-wallclock setup
 
 setup: $(VENV)/.installed
 
@@ -36,6 +36,7 @@ test-fast: setup
 RESULTS_DIR ?= results/dev
 RESEEDED_DIR ?= results/reseeded
 MORE_SEEDS_DIR ?= results/more-seeds
+WALLCLOCK_DIR ?= results/wallclock
 benchmark: setup
 	@test -n "$(DEV)" || { echo "make benchmark DEV=FOLDER: the folder holding lcbench, lcbench-extra and taskset"; exit 2; }
 	$(BIN)/python benchmarks/run_benchmarks.py --data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset \
@@ -49,4 +50,19 @@ benchmark: setup
 		--tasks $$tasks --methods ASHA BOHB DyHPO DeepPowerLaw --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 \
 		--results-dir $(MORE_SEEDS_DIR)
 	$(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md --figures benchmarks/figures \
-		--reseeded $(RESEEDED_DIR) $$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR))
+		--reseeded $(RESEEDED_DIR) $$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) \
+		$$(test -d $(WALLCLOCK_DIR) && echo --wallclock $(WALLCLOCK_DIR))
+
+# The wall-clock protocol (benchmarks/wallclock.py): the budget is simulated time and every job start
+# or resume costs 0, 1 and 10 median epoch times, on the development tasks (hours on 2 cores;
+# finished runs are reused); writes $(WALLCLOCK_DIR)/wallclock.md, and benchmarks/RESULTS.md gains
+# its section when the epoch grid's runs are there too. DEV as for `make benchmark`
+benchmark-wallclock: setup
+	@test -n "$(DEV)" || { echo "make benchmark-wallclock DEV=FOLDER: the folder holding lcbench, lcbench-extra, taskset and taskset-extra"; exit 2; }
+	$(BIN)/python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \
+		--data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset $(DEV)/taskset-extra \
+		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 \
+		--results-dir $(WALLCLOCK_DIR)
+	test ! -d $(RESULTS_DIR) || $(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md \
+		--figures benchmarks/figures --reseeded $(RESEEDED_DIR) \
+		$$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) --wallclock $(WALLCLOCK_DIR)

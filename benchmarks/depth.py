@@ -88,7 +88,7 @@ def completion_depth(
 def depth_per_run(results_dir: str | Path) -> pd.DataFrame:
     """
     :param results_dir: Root folder given to :mod:`benchmarks.runner`
-    :return: One row per finished run (``run.json``) with a decision log next to it:
+    :return: One row per finished run (``run.json``) of the epoch protocol with a decision log next to it:
         ``benchmark``, ``task``, ``method``, ``seed``, ``n_workers`` and the numbers of
         :func:`completion_depth`
     """
@@ -100,6 +100,8 @@ def depth_per_run(results_dir: str | Path) -> pd.DataFrame:
         if not log_file.exists():
             continue
         s = json.loads(run_file.read_text())
+        if s.get("protocol", "epochs") != "epochs":  # a wall-clock run (benchmarks.wallclock)
+            continue
         d = s["definition"]
         depth = completion_depth(
             pd.read_csv(log_file), pd.read_csv(run_file.parent / RESULTS_FILE),

@@ -35,6 +35,9 @@ Conventions (all documented here once):
     after epoch 1 and resumed later does not count, even at 25 %);
   - *deepest epoch*: the highest epoch any trial reached among them (``max_t`` once
     a trial is trained; how near a run with none trained came).
+* The wall-clock protocol (:mod:`benchmarks.wallclock`) counts simulated time instead:
+  "after ``t`` seconds" means the results with ``st_tuner_time <= t`` (epochs trained by
+  then), and 25/50/100 % are shares of the wall-clock budget (:func:`regret_at_time_fractions`).
 """
 
 from __future__ import annotations
@@ -171,6 +174,43 @@ def regret_at_fractions(
     return {f: float(normalized_regret(v, best, worst)) for f, v in zip(fractions, inc)}
 
 
+def epochs_until(trajectory: pd.DataFrame, times: Sequence[float] | np.ndarray) -> np.ndarray:
+    """
+    :param trajectory: Output of :func:`incumbent_trajectory` (sorted by time)
+    :param times: Simulated times
+    :return: Results (epochs) reported at or before each time
+    """
+    t = trajectory["time"].to_numpy(dtype=np.float64)
+    if np.isnan(t).any():
+        raise ValueError("trajectory: results without a simulated time (st_tuner_time) cannot be cut by time")
+    return np.searchsorted(t, np.asarray(times, dtype=np.float64), side="right")
+
+
+def regret_at_time_fractions(
+    trajectory: pd.DataFrame,
+    budget_seconds: float,
+    best: float,
+    worst: float,
+    fractions: Sequence[float] = (0.25, 0.5, 1.0),
+    column: str = "incumbent",
+) -> dict[float, float]:
+    """
+    Normalised regret after ``f * budget_seconds`` of simulated time for each fraction (the
+    incumbent among the results reported by then; regret 1 before the first).
+
+    :param trajectory: Output of :func:`incumbent_trajectory`
+    :param budget_seconds: Wall-clock budget of the run
+    :param best: See :func:`normalized_regret`
+    :param worst: See :func:`normalized_regret`
+    :param fractions: Budget fractions
+    :param column: "incumbent" (anytime regret) or "trained_incumbent" (fully-trained regret)
+    :return: ``{fraction: regret}``
+    """
+    epochs = epochs_until(trajectory, [f * budget_seconds for f in fractions])
+    inc = incumbent_at_epochs(trajectory, epochs, column)
+    return {f: float(normalized_regret(v, best, worst)) for f, v in zip(fractions, inc)}
+
+
 def regret_curve(
     trajectory: pd.DataFrame,
     epochs: Sequence[int] | np.ndarray,
@@ -211,7 +251,24 @@ def budget_use_at_fractions(
     :return: ``{fraction: {key: value}}`` with the keys of :data:`BUDGET_USE_KEYS`
         (``epochs`` is the number of epochs counted; shares are NaN for 0 epochs)
     """
-    run = trajectory.iloc[: max(int(budget), 0)]
+    counts = [int(round(f * budget)) for f in fractions]
+    return dict(zip(fractions, budget_use_at_epochs(trajectory, counts, budget, max_t)))
+
+
+def budget_use_at_epochs(
+    trajectory: pd.DataFrame, epochs: Sequence[int] | np.ndarray, end: int, max_t: float
+) -> list[dict[str, float]]:
+    """
+    How a run spent its first epochs, after each number of ``epochs`` (see
+    :func:`budget_use_at_fractions`).
+
+    :param trajectory: See :func:`budget_use_at_fractions`
+    :param epochs: Epoch counts
+    :param end: Epochs of the run that count ("the end of the run")
+    :param max_t: Maximum fidelity
+    :return: One dict per count, with the keys of :data:`BUDGET_USE_KEYS`
+    """
+    run = trajectory.iloc[: max(int(end), 0)]
     ids = run["trial_id"].to_numpy()
     levels = run["level"].to_numpy(dtype=np.float64)
     at_max_t = levels >= max_t
@@ -221,18 +278,18 @@ def budget_use_at_fractions(
         only_epoch = counts[inverse.ravel()] == 1  # row of a trial with a single epoch in the run
     else:
         only_epoch = np.zeros(0, dtype=bool)
-    out = {}
-    for f in fractions:
-        n = min(int(round(f * budget)), len(ids))
+    out = []
+    for e in epochs:
+        n = min(int(e), len(ids))
         started = int(first_seen[:n].sum())
-        out[f] = {
+        out.append({
             "epochs": n,
             "trials_started": started,
             "trials_trained": int(pd.unique(ids[:n][at_max_t[:n]]).size),
             "first_epoch_share": started / n if n else np.nan,
             "stopped_after_first_share": int(only_epoch[:n].sum()) / n if n else np.nan,
             "deepest_epoch": float(np.nanmax(levels[:n])) if n else np.nan,
-        }
+        })
     return out
 
 

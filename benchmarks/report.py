@@ -27,13 +27,17 @@ import pandas as pd
 
 from benchmarks.metrics import (
     average_ranks,
+    budget_use_at_epochs,
     budget_use_at_fractions,
+    epochs_until,
     incumbent_trajectory,
     regret_at_fractions,
+    regret_at_time_fractions,
     regret_curve,
     speedup_vs_random,
 )
 from benchmarks.runner import RESULTS_FILE, RUN_FILE
+from benchmarks.wallclock import EPOCHS, JOBS_FILE, PROTOCOLS, WALLCLOCK, job_starts_until
 
 FRACTIONS = (0.25, 0.5, 1.0)
 BASELINE = "RandomSearch"
@@ -73,10 +77,13 @@ class RunRecord:
     :param summary: Content of ``run.json``
     :param trajectory: See :func:`~benchmarks.metrics.incumbent_trajectory`
         (with the fully-trained incumbent, ``trial_id`` and ``level``)
+    :param jobs: Of a wall-clock run: its job starts, resumes, pauses and stops
+        (:class:`~benchmarks.wallclock.JobLog`); None otherwise
     """
 
     summary: dict[str, Any]
     trajectory: pd.DataFrame
+    jobs: pd.DataFrame | None = None
 
     @property
     def group(self) -> tuple:
@@ -96,21 +103,36 @@ class RunRecord:
         return regret_curve(self.trajectory, epochs, b["best_any"], b["worst"], column)
 
 
-def load_runs(results_dir: str | Path) -> list[RunRecord]:
+def protocol_of(summary: dict[str, Any]) -> str:
+    """
+    :param summary: Content of a ``run.json``
+    :return: The run's protocol (runs written before protocols existed: the epoch protocol)
+    """
+    return summary.get("protocol", EPOCHS)
+
+
+def load_runs(results_dir: str | Path, protocol: str = EPOCHS) -> list[RunRecord]:
     """
     :param results_dir: Root folder given to the runner
-    :return: All finished runs under it
+    :param protocol: Only the runs of this protocol (see :mod:`benchmarks.wallclock`): runs of
+        different protocols never mix in a table
+    :return: All finished runs under it of that protocol
     """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"protocol={protocol!r}: not one of {list(PROTOCOLS)}")
     runs = []
     for run_file in sorted(Path(results_dir).rglob(RUN_FILE)):
         with open(run_file) as f:
             summary = json.load(f)
+        if protocol_of(summary) != protocol:
+            continue
         df = pd.read_csv(run_file.parent / RESULTS_FILE)
         d = summary["definition"]
         traj = incumbent_trajectory(
             df, d["metric"], d["do_minimize"], time_attr=d["time_attr"], max_t=d["max_t"]
         )
-        runs.append(RunRecord(summary, traj))
+        jobs = pd.read_csv(run_file.parent / JOBS_FILE) if protocol == WALLCLOCK else None
+        runs.append(RunRecord(summary, traj, jobs))
     return runs
 
 
@@ -157,6 +179,45 @@ def long_table(
                     scheduler_seconds=s["scheduler_seconds"], wall_seconds=s["wall_seconds"],
                 )
             )
+    return pd.DataFrame(rows)
+
+
+def wallclock_long_table(runs: Sequence[RunRecord], fractions: Sequence[float] = FRACTIONS) -> pd.DataFrame:
+    """
+    The wall-clock protocol's :func:`long_table`: one row per (run, fraction of the wall-clock
+    budget ``budget_seconds``), the regrets and budget use of the results reported by then
+    (:func:`~benchmarks.metrics.regret_at_time_fractions`), with ``start_delay`` (in median
+    epoch times), ``job_starts`` (jobs started or resumed by then, from the run's
+    ``jobs.csv``) and ``starts_per_epoch`` (``job_starts / epochs``, NaN for 0 epochs).
+
+    :param runs: Runs of the wall-clock protocol (``load_runs(..., protocol="wallclock")``)
+    :param fractions: Fractions of the wall-clock budget
+    :return: Long DataFrame, the columns of :func:`long_table` but ``speedup`` and those above
+    """
+    rows = []
+    for r in runs:
+        s = r.summary
+        if protocol_of(s) != WALLCLOCK or r.jobs is None:
+            raise ValueError(f"run {s['method']} {s['task']} seed {s['seed']}: not a wall-clock run with its jobs")
+        b, seconds = s["bounds"], s["budget_seconds"]
+        regrets = regret_at_time_fractions(r.trajectory, seconds, b["best_any"], b["worst"], fractions)
+        trained = regret_at_time_fractions(
+            r.trajectory, seconds, b["best_any"], b["worst"], fractions, column="trained_incumbent"
+        )
+        times = [f * seconds for f in fractions]
+        epochs = epochs_until(r.trajectory, times)
+        end = int(epochs_until(r.trajectory, [seconds])[0])
+        use = budget_use_at_epochs(r.trajectory, epochs, end, s["definition"]["max_t"])
+        starts = job_starts_until(r.jobs, times)
+        for f, u, n_starts in zip(fractions, use, starts):
+            rows.append(dict(
+                benchmark=s["benchmark"], task=s["task"], method=s["method"], seed=s["seed"],
+                budget=s["budget_epochs"], n_workers=s["n_workers"], start_delay=s["start_delay"],
+                budget_seconds=seconds, budget_point=f, regret=regrets[f], trained_regret=trained[f],
+                **u, job_starts=int(n_starts),
+                starts_per_epoch=n_starts / u["epochs"] if u["epochs"] else np.nan,
+                scheduler_seconds=s["scheduler_seconds"], wall_seconds=s["wall_seconds"],
+            ))
     return pd.DataFrame(rows)
 
 

@@ -2,14 +2,17 @@
 
     PYTHONPATH=. python -m benchmarks.results RESULTS_DIR \\
         [--out benchmarks/RESULTS.md] [--figures benchmarks/figures] \\
-        [--reseeded RESEEDED_DIR] [--more-seeds MORE_SEEDS_DIR]
+        [--reseeded RESEEDED_DIR] [--more-seeds MORE_SEEDS_DIR] [--wallclock WALLCLOCK_DIR]
     PYTHONPATH=. python -m benchmarks.results RESULTS_DIR --list-tasks-over
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
 ``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
 :mod:`benchmarks.runner`): the same runs give the same file. A partial folder (a grid still running) is reported as far as it goes, and the
 section "Runs" says which cells are incomplete. LCBench's two data folders (``lcbench``,
-``lcbench-extra``) are one family in every table and figure.
+``lcbench-extra``) are one family in every table and figure, and so are TaskSet's (``taskset``,
+``taskset-extra``). Runs of the wall-clock protocol (:mod:`benchmarks.wallclock`) never enter
+the epoch protocol's sections; ``--wallclock`` adds their own section, one table per start
+delay.
 """
 
 from __future__ import annotations
@@ -37,10 +40,12 @@ from benchmarks.report import (
     method_order,
     signed_rank_test,
     to_markdown,
+    wallclock_long_table,
 )
+from benchmarks.wallclock import STOP_SECONDS, WALLCLOCK
 
 #: Benchmark (data folder) -> family: the tables and figures pool a family's tasks
-FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet"}
+FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet", "taskset-extra": "TaskSet"}
 
 #: Our methods' defaults: the headline compares them with the better of :data:`REFERENCES`
 OURS = ("DyHPO", "DeepPowerLaw")
@@ -100,6 +105,36 @@ PROTOCOL = """\
 - **Paired tests:** a pair is one (task, seed) both methods ran; two-sided Wilcoxon
   signed-rank test on the non-tied pairs (`benchmarks.report.signed_rank_test`; differences of
   at most {tie:g} are ties, p = 1 when all pairs tie)."""
+
+
+WALLCLOCK_COMMAND = """\
+PYTHONPATH=. python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \\
+    --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset $DEV/taskset-extra \\
+    --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw \\
+    --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/wallclock"""
+
+WALLCLOCK_PROTOCOL = """\
+- **Budget:** simulated wall-clock time, the epoch budget (20 x max fidelity) times the task's
+  mean epoch time (the mean over every epoch of every configuration of its table), divided by
+  the number of workers: the worker time the epoch budget takes on average when whole curves
+  are trained, shared by the workers, so that with free starts both protocols spend about the
+  same. Epoch times are the table's: LCBench's `time` column (its
+  first epoch costs about three times the median), TaskSet has no runtimes and every step costs
+  1 s.
+- **Start delay:** every job the Tuner starts, a new trial or a paused one resumed, begins that
+  long after it is scheduled (Syne Tune's simulator, `SimulatorConfig.delay_start`; a resume
+  costs what a start costs, a trial that keeps running pays nothing). The delay is 0, 1 or 10
+  times the task's median epoch time (a task's own median and mean, not its family's: LCBench's
+  tasks differ more than ten times in their median epoch time). Every other delay of the
+  simulator is 0, except Syne Tune's fixed {stop_ms:g} ms of simulated time per pause or stop.
+  Our schedulers' segments (`max_resource_attr`) each make a job; Syne Tune's ASHA and BOHB
+  run a job until they stop it.
+- **Clock:** the Tuner sleeps until the simulator's next event, so a result reaches the
+  scheduler when it is reported and a free worker is refilled at once.
+- **Regrets** as in the epoch protocol, with 25/50/100 % the share of the wall-clock budget
+  (the incumbent among the results reported by then). **Job starts per epoch:** jobs started or
+  resumed within the budget / epochs trained within it, per run, averaged; **epochs:** epochs
+  trained within the budget, per run."""
 
 
 def family_of(benchmark: str) -> str:
@@ -632,6 +667,60 @@ def speed_table(long: pd.DataFrame) -> pd.DataFrame:
     return wide
 
 
+def wallclock_table(long: pd.DataFrame) -> pd.DataFrame:
+    """
+    :param long: :func:`~benchmarks.report.wallclock_long_table` of one start delay, with
+        families as ``benchmark``
+    :return: Per (family, workers, method): runs, mean anytime and fully-trained regret at each
+        fraction of the wall-clock budget, mean epochs trained and mean job starts per epoch
+        within the budget
+    """
+    rows = []
+    last = long["budget_point"].max()
+    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+        for m in method_order(g["method"].unique(), OURS, REFERENCES):
+            gm = g[g["method"] == m]
+            end = gm[gm["budget_point"] == last]
+            row = {"family": family, "workers": n_workers, "method": m, "runs": len(end)}
+            for col, kind in REGRET_KINDS.items():
+                for f, gf in gm.groupby("budget_point"):
+                    row[f"{kind} {_pct(f)}"] = _fmt(gf[col].mean())
+            row["epochs"] = f"{end['epochs'].mean():.0f}"
+            row["job starts per epoch"] = _fmt(end["starts_per_epoch"].mean())
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
+    """
+    The markdown of the wall-clock protocol: its protocol, then per start delay the means
+    (:func:`wallclock_table`) and our defaults against the better of ASHA and BOHB
+    (:func:`headline_tests`).
+
+    :param long: :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark``
+    :param results_dir: The folder of its runs (named in the text)
+    :return: Sections, to be joined by blank lines
+    """
+    n_runs = len(long.drop_duplicates(["start_delay", "benchmark", "n_workers", "method", "task", "seed"]))
+    parts = [
+        "## Wall-clock protocol: every job start costs a delay",
+        f"From the {n_runs} finished runs under `{results_dir}`, made by (from the repository "
+        f"root; `make benchmark-wallclock DEV=...`):\n\n```bash\n{WALLCLOCK_COMMAND}\n```",
+        WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS),
+    ]
+    for delay, g in long.groupby("start_delay", sort=True):
+        tests = headline_tests(g)
+        parts += [
+            f"### Start delay {delay:g} x the median epoch time",
+            "Mean normalised regret over the family's tasks and seeds (lower is better) at "
+            "25/50/100 % of the wall-clock budget.\n\n" + to_markdown(wallclock_table(g)),
+            "Our defaults against the better of ASHA and BOHB in each cell, as in the headline "
+            "(diff = mean(ours - reference), negative = ours better; W/T/L; p of the paired "
+            "test).\n\n" + (to_markdown(tests) if not tests.empty else "(no runs of our defaults)"),
+        ]
+    return parts
+
+
 def _as_families(runs: Sequence[RunRecord]) -> list[RunRecord]:
     return [replace(r, summary={**r.summary, "benchmark": family_of(r.summary["benchmark"])}) for r in runs]
 
@@ -660,6 +749,7 @@ def render(
     depth: pd.DataFrame | None = None,
     reseeded: pd.DataFrame | None = None,
     more_seeds: pd.DataFrame | None = None,
+    wallclock: tuple[str, pd.DataFrame] | None = None,
 ) -> str:
     """The markdown of RESULTS.md (see :func:`main`).
 
@@ -669,6 +759,9 @@ def render(
         such runs)
     :param more_seeds: :func:`~benchmarks.report.long_table` of ours and the references run with
         other seeds on the tasks over the worst-task target (None: no such runs)
+    :param wallclock: The folder of runs of the wall-clock protocol and their
+        :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark`` (None:
+        no such section)
     """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
@@ -784,6 +877,8 @@ def render(
         "`run.json`: simulated runs charge no compute, this is measured apart; it depends on "
         "the machine and its load).\n\n" + to_markdown(speed_table(long)),
     ]
+    if wallclock is not None:
+        parts += wallclock_sections(wallclock[1], wallclock[0])
     if figures:
         parts += ["## Figures", "Mean regret over the family's tasks and seeds against epochs, "
                   "+- one standard error:\n\n" + "\n".join(
@@ -801,10 +896,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--more-seeds", default=None,
                    help="results folder of ours and the references run with other seeds on the tasks "
                         "over the worst-task target (--list-tasks-over): those tasks compared again")
+    p.add_argument("--wallclock", default=None,
+                   help="results folder of the wall-clock protocol (run_benchmarks.py --protocol "
+                        "wallclock): adds its section, one table per start delay")
     p.add_argument("--list-tasks-over", action="store_true",
                    help="print the tasks over the worst-task target (space-separated) and exit")
     args = p.parse_args(argv)
-    for name in ("results_dir", "reseeded", "more_seeds"):
+    for name in ("results_dir", "reseeded", "more_seeds", "wallclock"):
         folder = getattr(args, name)
         if folder is not None and not Path(folder).is_dir():
             p.error(f"{name} {folder}: not a folder")
@@ -832,11 +930,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"more_seeds {args.more_seeds}: no finished runs (run.json) under it")
         more_seeds = long_table(more_runs, FRACTIONS)
         command += f" --more-seeds {args.more_seeds}"
+    wallclock = None
+    if args.wallclock is not None:
+        wallclock_runs = _as_families(load_runs(args.wallclock, protocol=WALLCLOCK))
+        if not wallclock_runs:
+            p.error(f"wallclock {args.wallclock}: no finished runs of the wall-clock protocol under it")
+        wallclock = (args.wallclock, wallclock_long_table(wallclock_runs, FRACTIONS))
+        command += f" --wallclock {args.wallclock}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     depth = depth_per_run(args.results_dir)
     depth["benchmark"] = depth["benchmark"].map(family_of)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds))
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds,
+                          wallclock))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 

@@ -11,6 +11,15 @@ Example (from the repository root)::
 
 Results of finished runs are reused (the grid is resumable). The report (summary.md,
 per_task.md, paired.md, CSVs, plots) groups runs by benchmark and number of workers.
+
+``--protocol wallclock`` runs the wall-clock protocol instead (:mod:`benchmarks.wallclock`):
+the budget is simulated time (the epoch budget times the task's mean epoch time, divided by the
+number of workers) and every job start or resume costs each ``--start-delay`` (multiples of the
+task's median epoch time); its runs go to ``wallclock-d{delay}/`` of --results-dir and its
+report is ``wallclock.md``::
+
+    PYTHONPATH=. python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \\
+        --methods ASHA BOHB DyHPO DeepPowerLaw --seeds 0 --results-dir results/wallclock
 """
 
 from __future__ import annotations
@@ -30,6 +39,7 @@ from benchmarks.blackboxes import REPOSITORY_ENV, BlackboxNotAvailableError  # n
 from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
 from benchmarks.report import OURS, REFERENCES, make_report  # noqa: E402
 from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
+from benchmarks.wallclock import EPOCHS, PROTOCOLS, START_DELAYS, WALLCLOCK  # noqa: E402
 
 # the small subsets the repo ships (2 LCBench + 2 TaskSet tasks, benchmarks/data/README.md)
 DEFAULT_DATA = [str(REPO / "benchmarks/data/lcbench"), str(REPO / "benchmarks/data/taskset")]
@@ -53,6 +63,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--budget-factor", type=float, default=20.0,
                    help="epoch budget = factor x max fidelity of the task")
+    p.add_argument("--protocol", choices=PROTOCOLS, default=EPOCHS,
+                   help="epochs: the budget counts epochs, job starts are free (the papers'); "
+                        "wallclock: the budget is simulated time and every job start costs "
+                        "--start-delay (benchmarks/wallclock.py)")
+    p.add_argument("--start-delay", type=float, nargs="+", default=None,
+                   help=f"wallclock: delays of a job start or resume, in multiples of the task's "
+                        f"median epoch time; one grid each (default: {' '.join(f'{d:g}' for d in START_DELAYS)})")
     p.add_argument("--n-workers", type=int, nargs="+", default=None,
                    help="simulated workers; several values run the grid for each (default: 1). "
                         "The report covers these worker counts (default: all in --results-dir)")
@@ -82,6 +99,15 @@ def main(argv=None) -> int:
     args.data = _sources(args)
     if args.budget_factor <= 0:
         print(f"--budget-factor must be > 0, got {args.budget_factor}", file=sys.stderr)
+        return 2
+    if args.start_delay is not None and args.protocol != WALLCLOCK:
+        print(f"--start-delay {' '.join(f'{d:g}' for d in args.start_delay)}: only with --protocol "
+              f"{WALLCLOCK} (the epoch protocol's starts are free)", file=sys.stderr)
+        return 2
+    delays = [] if args.protocol != WALLCLOCK else list(args.start_delay or START_DELAYS)
+    bad = [d for d in delays if not (d >= 0 and d < float("inf"))]
+    if bad:
+        print(f"--start-delay {bad[0]:g}: must be finite and >= 0", file=sys.stderr)
         return 2
     if args.repository is not None:
         if not Path(args.repository).is_dir():
@@ -122,19 +148,46 @@ def main(argv=None) -> int:
     errors = []
     if not args.report_only:
         workers = args.n_workers or [1]
-        specs = [s for n in workers for s in make_grid(pairs, args.methods, args.seeds, budgets, n)]
+        specs = [s for n in workers for s in make_grid(pairs, args.methods, args.seeds, budgets, n,
+                                                       protocol=args.protocol, start_delays=delays or (0.0,))]
         print(f"{len(specs)} runs ({len(pairs)} tasks x {len(args.methods)} methods x "
-              f"{len(args.seeds)} seeds x {len(workers)} worker counts {workers})")
+              f"{len(args.seeds)} seeds x {len(workers)} worker counts {workers}"
+              + (f" x {len(delays)} start delays {delays})" if delays else ")"))
         _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs,
                              tuner_sleep_time=args.tuner_sleep_time,
                              charge_scheduler_time=args.charge_scheduler_time)
     report_dir = args.report_dir or args.results_dir
+    if args.protocol == WALLCLOCK:
+        return _wallclock_report(args, report_dir, errors)
     print(make_report(args.results_dir, report_dir, seeds=args.seeds, methods=args.methods,
                       baseline=args.baseline, n_workers=args.n_workers, ours=args.ours,
                       references=args.references))
     print(f"\nTables (summary.md, per_task.md, paired.md, CSVs) and plots written to {report_dir}")
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+def _wallclock_report(args: argparse.Namespace, report_dir: str, errors: list) -> int:
+    """Writes ``wallclock.md`` (the wall-clock section of RESULTS.md) of the runs in
+    --results-dir of the selected methods, seeds and worker counts, and prints it."""
+    from benchmarks.report import load_runs, wallclock_long_table
+    from benchmarks.results import _as_families, wallclock_sections
+
+    runs = [r for r in _as_families(load_runs(args.results_dir, protocol=WALLCLOCK))
+            if r.summary["method"] in args.methods and r.summary["seed"] in args.seeds
+            and (args.n_workers is None or r.summary["n_workers"] in args.n_workers)]
+    for spec, msg in errors:
+        print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
+    if not runs:
+        print(f"--results-dir {args.results_dir}: no finished wall-clock runs of these methods and seeds",
+              file=sys.stderr)
+        return 1
+    text = "\n\n".join(wallclock_sections(wallclock_long_table(runs), args.results_dir)) + "\n"
+    Path(report_dir).mkdir(parents=True, exist_ok=True)
+    (Path(report_dir) / "wallclock.md").write_text(text)
+    print(text)
+    print(f"Wall-clock tables written to {Path(report_dir) / 'wallclock.md'}")
     return 1 if errors else 0
 
 

@@ -1,10 +1,12 @@
 """Running schedulers on tabular benchmarks with Syne Tune's simulator.
 
-One run = (method, benchmark source, task, seed, epoch budget, n_workers).
-Each finished run leaves two files in its folder under the results dir:
+One run = (method, benchmark source, task, seed, epoch budget, n_workers, protocol, start
+delay). Each finished run leaves two files in its folder under the results dir:
 ``results.csv.gz`` (the SimulatorCallback dataframe, one row per epoch the
 scheduler saw) and ``run.json`` (written last; its presence marks the run as
-finished, so grids are resumable).
+finished, so grids are resumable). A run of the wall-clock protocol
+(:mod:`benchmarks.wallclock`) lives under ``wallclock-d{delay}/`` of the results dir and
+also leaves ``jobs.csv``, its job starts, resumes, pauses and stops.
 """
 
 from __future__ import annotations
@@ -34,8 +36,20 @@ from syne_tune.stopping_criterion import StoppingCriterion
 from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
-from benchmarks.metrics import incumbent_trajectory, regret_at_fractions
+from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
+from benchmarks.wallclock import (
+    EPOCHS,
+    JOBS_FILE,
+    PROTOCOLS,
+    STOP_SECONDS,
+    WALLCLOCK,
+    EventDrivenSimulatorCallback,
+    JobLog,
+    epoch_times,
+    job_starts_until,
+    simulator_config,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -243,8 +257,13 @@ class RunSpec:
     :param source: Repository name or serialized folder
     :param task: Task name
     :param seed: Seed (scheduler, numpy, and table seed ``seed % num_seeds``)
-    :param budget_epochs: Epoch budget
+    :param budget_epochs: Epoch budget; of the wall-clock protocol: the budget is this many
+        times the task's mean epoch time, divided by ``n_workers`` (:mod:`benchmarks.wallclock`)
     :param n_workers: Number of simulated workers
+    :param protocol: ``"epochs"`` (the budget counts epochs) or ``"wallclock"`` (the budget is
+        simulated time and every job start costs ``start_delay``)
+    :param start_delay: Of the wall-clock protocol: the delay of every job start and resume,
+        in multiples of the task's median epoch time; 0 for the epoch protocol
     """
 
     method: str
@@ -253,14 +272,26 @@ class RunSpec:
     seed: int
     budget_epochs: int
     n_workers: int = 1
+    protocol: str = EPOCHS
+    start_delay: float = 0.0
+
+    def __post_init__(self):
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol={self.protocol!r}: not one of {list(PROTOCOLS)}")
+        if not np.isfinite(self.start_delay) or self.start_delay < 0:
+            raise ValueError(f"start_delay={self.start_delay}: must be finite and >= 0")
+        if self.protocol == EPOCHS and self.start_delay != 0:
+            raise ValueError(f"start_delay={self.start_delay}: the epoch protocol has free job starts (0)")
 
     def key(self, benchmark: str) -> str:
-        """Relative folder of this run inside a results dir."""
+        """Relative folder of this run inside a results dir (a wall-clock run's under
+        ``wallclock-d{start_delay}/``)."""
         safe_task = self.task.replace("/", "_")
-        return (
+        key = (
             f"{benchmark}/{safe_task}/{self.method}/"
             f"seed{self.seed}-budget{self.budget_epochs}-w{self.n_workers}"
         )
+        return f"{WALLCLOCK}-d{self.start_delay:g}/{key}" if self.protocol == WALLCLOCK else key
 
 
 def run_dir(spec: RunSpec, results_dir: str | Path) -> Path:
@@ -340,7 +371,8 @@ def run_one(
     :param spec: The run
     :param results_dir: Root folder of all results
     :param tuner_sleep_time: Simulated seconds per Tuner loop; default a tenth
-        of the table's median epoch duration
+        of the table's median epoch duration (the wall-clock protocol sleeps until the
+        simulator's next event, this step only when none is pending)
     :param overwrite: Redo the run even if its results exist
     :param worst_quantile: See :func:`~benchmarks.table.metric_bounds`
     :param charge_scheduler_time: Add the scheduler's real compute time to simulated time
@@ -375,6 +407,25 @@ def run_one(
         sys.modules["torch"].manual_seed(spec.seed)
     if tuner_sleep_time is None:
         tuner_sleep_time = _default_tuner_sleep_time(bb, definition)
+    wallclock = spec.protocol == WALLCLOCK
+    protocol_summary: dict[str, Any] = {}
+    backend_kwargs: dict[str, Any] = {}
+    if wallclock:
+        times = epoch_times(bb, definition.elapsed_time_attr)
+        budget_seconds = spec.budget_epochs * times.mean / spec.n_workers
+        delay_seconds = spec.start_delay * times.median
+        backend_kwargs["simulator_config"] = simulator_config(delay_seconds)
+        stop_criterion = StoppingCriterion(max_wallclock_time=budget_seconds)  # simulated time
+        callback, job_log = EventDrivenSimulatorCallback(), JobLog()
+        callbacks = [callback, job_log]
+        protocol_summary = {
+            "epoch_time_median": times.median, "epoch_time_mean": times.mean,
+            "budget_seconds": budget_seconds, "start_delay_seconds": delay_seconds,
+        }
+    else:
+        stop_criterion = SimulatedEpochsBudget(max_epochs=spec.budget_epochs)
+        callback = SimulatorCallback()
+        callbacks = [callback]
     backend = simulator_backend_class(
         charge_scheduler_time, padded_metric=definition.metric if definition.nan_padded else None
     )(
@@ -383,18 +434,18 @@ def run_one(
         tuner_sleep_time=tuner_sleep_time,
         seed=spec.seed % bb.num_seeds,
         max_resource_attr=SEGMENT_END_ATTR,  # used by jobs whose config has it (ours)
+        **backend_kwargs,
     )
-    callback = SimulatorCallback()
     out.mkdir(parents=True, exist_ok=True)
     st_root = Path(tempfile.mkdtemp(prefix="st-", dir=out))
     os.environ["SYNETUNE_FOLDER"] = str(st_root)
     tuner = Tuner(
         trial_backend=backend,
         scheduler=scheduler,
-        stop_criterion=SimulatedEpochsBudget(max_epochs=spec.budget_epochs),
+        stop_criterion=stop_criterion,
         n_workers=spec.n_workers,
         sleep_time=0,
-        callbacks=[callback],
+        callbacks=callbacks,
         tuner_name=f"bench-{uuid.uuid4().hex[:8]}",
         results_update_interval=1e9,
         print_update_interval=1e9,
@@ -420,7 +471,22 @@ def run_one(
         bb, definition.metric, definition.do_minimize, worst_quantile, padded=definition.nan_padded
     )
     traj = incumbent_trajectory(df, definition.metric, definition.do_minimize)
-    regrets = regret_at_fractions(traj, spec.budget_epochs, bounds.best_any, bounds.worst)
+    if wallclock:
+        regrets = regret_at_time_fractions(traj, budget_seconds, bounds.best_any, bounds.worst)
+        jobs = job_log.frame()
+        jobs.to_csv(out / JOBS_FILE, index=False)
+        in_budget = jobs[jobs["time"] <= budget_seconds]
+        epochs = int(epochs_until(traj, [budget_seconds])[0])
+        starts = int(job_starts_until(jobs, [budget_seconds])[0])
+        protocol_summary.update({
+            "epochs_in_budget": epochs,
+            "job_starts": starts,
+            "starts_per_epoch": starts / epochs if epochs else None,
+            "pauses_and_stops": int(in_budget["kind"].isin(["pause", "stop"]).sum()),
+            "stop_seconds": STOP_SECONDS,
+        })
+    else:
+        regrets = regret_at_fractions(traj, spec.budget_epochs, bounds.best_any, bounds.worst)
     summary = {
         **asdict(spec),
         "benchmark": definition.name,
@@ -438,6 +504,7 @@ def run_one(
         "simulated_time": float(df["st_tuner_time"].max()) if len(df) else 0.0,
         "final_incumbent": float(traj["incumbent"].iloc[-1]) if len(traj) else None,
         "regret": {str(k): v for k, v in regrets.items()},
+        **protocol_summary,
         "scheduler_metadata": scheduler.metadata(),
     }
     tmp = out / (RUN_FILE + ".tmp")
@@ -484,6 +551,8 @@ def make_grid(
     seeds: Sequence[int],
     budget_epochs: int | dict[tuple[str, str], int],
     n_workers: int = 1,
+    protocol: str = EPOCHS,
+    start_delays: Sequence[float] = (0.0,),
 ) -> list[RunSpec]:
     """
     :param sources_tasks: ``(source, task)`` pairs
@@ -491,14 +560,18 @@ def make_grid(
     :param seeds: Seeds
     :param budget_epochs: One budget, or a budget per ``(source, task)``
     :param n_workers: Simulated workers
+    :param protocol: See :class:`RunSpec`
+    :param start_delays: See :class:`RunSpec`; one run each
     :return: All runs, the cross product
     """
     specs = []
-    for source, task in sources_tasks:
-        b = budget_epochs if isinstance(budget_epochs, int) else budget_epochs[(source, task)]
-        for method in methods:
-            for seed in seeds:
-                specs.append(RunSpec(method, str(source), task, int(seed), int(b), n_workers))
+    for delay in start_delays:
+        for source, task in sources_tasks:
+            b = budget_epochs if isinstance(budget_epochs, int) else budget_epochs[(source, task)]
+            for method in methods:
+                for seed in seeds:
+                    specs.append(RunSpec(method, str(source), task, int(seed), int(b), n_workers,
+                                         protocol, float(delay)))
     return specs
 
 
