@@ -121,8 +121,9 @@ def test_the_papers_settings_are_one_named_constructor_each():
 ])
 def test_a_method_refuses_settings_whose_defaults_are_not_its_own_naming_the_class_to_use(method, argument, wrong):
     expected = SETTINGS[method, argument][0]
-    with pytest.raises(ValueError, match=rf"^{argument} must be a {expected}( or None)?, got .*\({expected}\(\)'s "
-                                         rf"defaults are {method}'s; to change one field, pass {expected}\(field=value\)\)$"):
+    message = (rf"^{argument} must be a {expected}( or None)?, got .*\({expected}\(\)'s defaults are {method}'s; "
+               rf"to change one field, pass {expected}\(field=value\)\)$")
+    with pytest.raises(ValueError, match=message):
         _build(method, **{argument: wrong})
 
 

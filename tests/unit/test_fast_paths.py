@@ -346,8 +346,10 @@ def test_refinement_cap_shrinks_as_the_inverse_of_the_data_beyond_its_size():
     assert [refine_step_cap(shrinking, n) for n in (1, 2000, 2001, 4000, 5000, 8000, 10000, 40000)] == [
         16, 16, 15, 8, 6, 4, 3, 1  # never below one step
     ]
-    assert refine_step_cap(PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=None), 10**6) == 16  # no shrinking
-    assert refine_step_cap(PowerLawConfig(max_refine_steps=None, refine_steps_shrink_after=10), 10**6) is None  # no cap to shrink
+    no_shrinking = PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=None)
+    assert refine_step_cap(no_shrinking, 10**6) == 16
+    no_cap_to_shrink = PowerLawConfig(max_refine_steps=None, refine_steps_shrink_after=10)
+    assert refine_step_cap(no_cap_to_shrink, 10**6) is None
 
 
 # ----- deep-kernel GP -------------------------------------------------------------------------
