@@ -64,7 +64,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.defaults import FIELD_ARGUMENTS, default_changed  # noqa: E402 (after the path fix)
+from benchmarks.defaults import FIELD_ARGUMENTS, settings_class  # noqa: E402 (after the path fix)
 
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
@@ -141,7 +141,7 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
             fields.setdefault(argument, {})[field] = value
         else:
             arguments[key] = value
-    arguments.update({argument: default_changed(method, argument, **changes) for argument, changes in fields.items()})
+    arguments.update({argument: settings_class(method, argument)(**changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
                                        random_seed=seed, **arguments)
 

@@ -9,8 +9,12 @@
   :mod:`syne_dyhpo.backends.sagemaker` (SageMaker training jobs, extra ``sagemaker``),
   :mod:`syne_dyhpo.checkpointing` (a strict checkpoint helper for training scripts).
 
-Each method's default incumbent completion is exported as :data:`DYHPO_COMPLETION` and
-:data:`DEEP_POWER_LAW_COMPLETION` (``syne_dyhpo.methods.dyhpo.DEFAULT_COMPLETION``, ...).
+Each method's settings classes have the method's defaults, and each has one ``paper()``
+where the paper's settings differ: DyHPO's :class:`DeepKernelGPConfig`,
+:class:`DyHPOFitSchedule` and :class:`DyHPOCompletion`; Deep Power Law's
+:class:`PowerLawConfig`, :class:`DeepPowerLawFitSchedule` and :class:`DeepPowerLawCompletion`.
+:data:`DYHPO_COMPLETION` and :data:`DEEP_POWER_LAW_COMPLETION` are ``DyHPOCompletion()`` and
+``DeepPowerLawCompletion()``.
 The public names are imported on first use, so that a training script importing only
 :mod:`syne_dyhpo.checkpointing` does not pay for gpytorch and the schedulers.
 """
@@ -28,8 +32,12 @@ _PUBLIC = {
     "SuccessiveHalvingPromotion": "syne_dyhpo.core.promotion",
     "DeepKernelGPConfig": "syne_dyhpo.surrogates.deep_kernel_gp",
     "DeepPowerLaw": "syne_dyhpo.methods.deep_power_law",
+    "DeepPowerLawCompletion": "syne_dyhpo.methods.deep_power_law",
+    "DeepPowerLawFitSchedule": "syne_dyhpo.methods.deep_power_law",
     "DEEP_POWER_LAW_COMPLETION": ("syne_dyhpo.methods.deep_power_law", "DEFAULT_COMPLETION"),
     "DyHPO": "syne_dyhpo.methods.dyhpo",
+    "DyHPOCompletion": "syne_dyhpo.methods.dyhpo",
+    "DyHPOFitSchedule": "syne_dyhpo.methods.dyhpo",
     "DYHPO_COMPLETION": ("syne_dyhpo.methods.dyhpo", "DEFAULT_COMPLETION"),
     "FitSchedule": "syne_dyhpo.core.policy",
     "FreezeThawScheduler": "syne_dyhpo.core.scheduler",

@@ -33,6 +33,12 @@ class IncumbentCompletion:
     Pass ``completion=None`` to a scheduler for the papers' decisions (no completion).
     Why each default is what it is, with measurements: ``docs/deviations.md``.
 
+    The methods' completions differ, so each method has its own subclass, whose defaults are
+    the method's: :class:`~syne_dyhpo.methods.dyhpo.DyHPOCompletion` (one committed leader,
+    chosen among 27 first epochs) and
+    :class:`~syne_dyhpo.methods.deep_power_law.DeepPowerLawCompletion` (this class's
+    defaults); a method takes only its own, so that changing one field never changes another.
+
     :param after: the completion starts once this many configurations reported their first
         epoch, so that the leader leads among several. Defaults to 9 (two rungs of successive
         halving with reduction factor 3)

@@ -99,6 +99,12 @@ class FitSchedule:
     outcome transform (see :meth:`ScoreTransform.outdated`), which is only re-estimated then
     (or, with ``rescale_when_outdated``, when the surrogate is carried over to it).
 
+    The methods' schedules differ, so each method has its own subclass, whose defaults are
+    the method's and whose ``paper()`` is its paper's:
+    :class:`~syne_dyhpo.methods.dyhpo.DyHPOFitSchedule` and
+    :class:`~syne_dyhpo.methods.deep_power_law.DeepPowerLawFitSchedule`. This class's defaults
+    are those of neither method's schedule; it is what a :class:`SurrogatePolicy` takes.
+
     :param refine_every: refine after this many new observations (1: after every one)
     :param refit_growth: train from scratch once the data grew by this factor since the last
         fit from scratch (inf: never for that reason)
@@ -206,6 +212,9 @@ class FittedModel:
 #: the values of ``normalisation_scores`` (see :meth:`SurrogatePolicy.transform_scores`)
 NORMALISATION_SCORES = ("epochs", "trials", "trials_if_alike")
 
+#: the default ``normalisation_scores`` of :class:`SurrogatePolicy` and of both methods
+DEFAULT_NORMALISATION_SCORES = "trials_if_alike"
+
 AcquisitionFactory = Callable[[FittedModel, Observations], LogExpectedImprovement]
 """``(model, observations) -> acquisition``: a method's acquisition given its incumbents."""
 
@@ -225,7 +234,8 @@ class SurrogatePolicy:
         (see :class:`FittedModel`; needs a surrogate declaring the ``pending`` capability).
         Defaults to False
     :param normalisation_scores: the scores the outcome transform is fitted on, one of
-        :data:`NORMALISATION_SCORES` (see :meth:`transform_scores`)
+        :data:`NORMALISATION_SCORES` (see :meth:`transform_scores`). Defaults to
+        :data:`DEFAULT_NORMALISATION_SCORES` (``"trials_if_alike"``, as both methods)
     """
 
     # the counters of the fits so far (the decision log tells each decision's fit by them),
@@ -248,7 +258,7 @@ class SurrogatePolicy:
         min_observations: int = 2,
         num_threads: int | None = 1,
         condition_on_pending: bool = False,
-        normalisation_scores: str = "epochs",
+        normalisation_scores: str = DEFAULT_NORMALISATION_SCORES,
     ):
         if checked_flag("condition_on_pending", condition_on_pending) and not surrogate.capabilities.pending:
             raise ValueError(

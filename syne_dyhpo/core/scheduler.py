@@ -74,10 +74,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param config_space: Syne Tune configuration space
     :param metric: name of the metric to optimise, a key of the reported results
     :param policy: surrogate + acquisition scoring the candidates
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
     :param do_minimize: True if the metric is minimised. Defaults to True
     :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
         "epoch"
-    :param max_t: maximum budget (epochs) of a trial; trials are stopped there
     :param budget_step: epochs a trial runs per decision. Defaults to 1 (the papers)
     :param candidates: how new configurations are offered
         (:class:`~syne_dyhpo.core.candidates.CandidateOptions`): how many are scored per
@@ -111,8 +111,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (:class:`~syne_dyhpo.core.completion.IncumbentCompletion`): the next segment goes to
         the leading trial whenever it may get it, so that the best configurations are trained
         to ``max_t``. Its settings are read, never changed: one object may be passed to
-        several schedulers. Defaults to ``IncumbentCompletion()``; None is the papers (no
-        completion)
+        several schedulers. Required: the methods' completions differ (each method passes
+        its own, ``DyHPOCompletion()`` or ``DeepPowerLawCompletion()``, by default); None
+        is the papers (no completion)
     :param depth_gate: narrows the trials that may get a further segment from the acquisition
         to those whose value at their last epoch ranks in contention among all values reported
         at that epoch (the completion is not gated)
@@ -129,9 +130,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         config_space: dict[str, Any],
         metric: str,
         policy: SurrogatePolicy,
+        *,
+        max_t: int,
+        completion: IncumbentCompletion | None,
         do_minimize: bool = True,
         time_attr: str = "epoch",
-        max_t: int | None = None,
         budget_step: int = 1,
         candidates: CandidateOptions = CandidateOptions(),
         max_resource_attr: str | None = None,
@@ -139,7 +142,6 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         promotion: SuccessiveHalvingPromotion | None = None,
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
-        completion: IncumbentCompletion | None = IncumbentCompletion(),
         depth_gate: DepthGate | None = DepthGate(),
         log_decisions: bool = True,
     ):

@@ -4,6 +4,7 @@ expected improvement of the predicted score at the maximum budget."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -12,8 +13,9 @@ from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import DEFAULT_NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
+from syne_dyhpo.methods.settings import checked_settings
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
 
 
@@ -43,34 +45,40 @@ class MaxBudgetLogEI(LogExpectedImprovement):
         return np.array([self.best_score])
 
 
-def paper_fit_schedule() -> FitSchedule:
-    """The authors' code's schedule: the first 10 fits from scratch, then a warm-started
-    refinement after every observation, and a fit from scratch after 1.2 x max_t observations
-    in a row without a new best score."""
-    return FitSchedule(refine_every=1, initial_full_fits=10, refit_on_stall=1.2)
+@dataclass(frozen=True)
+class DeepPowerLawFitSchedule(FitSchedule):
+    """Deep Power Law's schedule of the ensemble's training (see
+    :class:`~syne_dyhpo.core.policy.FitSchedule` for every field): a warm-started refinement
+    after every observation (the ensemble is not conditioned on data between fits, so refining
+    less often would freeze each trial's prediction for several decisions); trained from
+    scratch only at the first fit and when the outcome transform is outdated. Changing a field
+    changes only that field. :meth:`paper` is the authors' (also from scratch at the first 10
+    fits and after stalls); docs/deviations.md says why and what each costs.
+
+    :param refine_every: refine after this many new observations. Defaults to 1 (paper: 1)
+    """
+
+    refine_every: int = 1
+
+    @classmethod
+    def paper(cls) -> "DeepPowerLawFitSchedule":
+        """The authors' code's schedule: the first 10 fits from scratch, then a warm-started
+        refinement after every observation, and a fit from scratch after 1.2 x max_t
+        observations in a row without a new best score."""
+        return cls(refine_every=1, initial_full_fits=10, refit_on_stall=1.2)
 
 
-#: Default training schedule of DPL's ensemble: a warm-started refinement after every
-#: observation (the ensemble is not conditioned on data between fits, so refining less often
-#: would freeze each trial's prediction for several decisions); trained from scratch only at
-#: the first fit and when the outcome transform is outdated, not at the 10 first fits and
-#: after stalls as in the authors' code (:func:`paper_fit_schedule`).
-DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=1)
-
-#: Default settings of DPL's ensemble: the paper's network without its appendix's BatchNorm (as
-#: the authors' code), and capped training. A refinement runs at most 16 minibatch steps (the
-#: paper's 20 epochs are 320 steps at 1000 observations), fewer beyond 2000 observations
-#: (``refine_steps_shrink_after``), and a fit from scratch at most 4000 (the paper's 250 epochs up
-#: to 1024 observations): the steps are most of a decision's cost. ``PowerLawConfig()`` is the
-#: paper's; docs/deviations.md says why each cap and what it costs.
-DEFAULT_POWER_LAW_CONFIG = PowerLawConfig(
-    max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
-)
+@dataclass(frozen=True)
+class DeepPowerLawCompletion(IncumbentCompletion):
+    """Deep Power Law's incumbent completion: :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s
+    fields and defaults (with several workers, the top half of the workers complete leaders,
+    chosen once 9 configurations reported their first epoch). Changing a field changes only
+    that field; the paper has no completion (``completion=None``)."""
 
 
-#: DeepPowerLaw's incumbent completion: :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s
-#: defaults (with several workers, the top half of the workers complete leaders).
-DEFAULT_COMPLETION = IncumbentCompletion()
+#: Deep Power Law's default completion, ``DeepPowerLawCompletion()`` (exported as
+#: ``syne_dyhpo.DEEP_POWER_LAW_COMPLETION``)
+DEFAULT_COMPLETION = DeepPowerLawCompletion()
 
 
 class DeepPowerLaw(FreezeThawScheduler):
@@ -78,36 +86,44 @@ class DeepPowerLaw(FreezeThawScheduler):
     the predicted value at ``max_t``; each decision advances the winner by one budget step.
 
     Arguments are those of :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
-    (``do_minimize``, ``time_attr``, ``max_t``, ``random_seed``, ...: pass them by keyword)
-    plus:
+    (``do_minimize``, ``time_attr``, ``random_seed``, ...: pass them by keyword) plus the
+    following. Each settings argument's default is its class's instance with no arguments, so
+    changing one field changes only that field (``PowerLawConfig(lr=0.05)``); the paper's
+    settings are each class's ``paper()``, and ``None`` where the paper has no such mechanism
+    (``completion``, ``depth_gate``).
 
-    :param surrogate_config: settings of the ensemble. Defaults to
-        :data:`DEFAULT_POWER_LAW_CONFIG`; ``PowerLawConfig()`` is the paper's
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
+    :param surrogate_config: settings of the ensemble. Defaults to ``PowerLawConfig()``;
+        ``PowerLawConfig.paper()`` is the paper's
     :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
-        :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the authors'
+        ``DeepPowerLawFitSchedule()``; ``DeepPowerLawFitSchedule.paper()`` is the authors'
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
         explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
         Defaults to ``"trials_if_alike"``
-    :param completion: the incumbent completion (see
-        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
-        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
+    :param completion: the incumbent completion. Defaults to ``DeepPowerLawCompletion()``;
+        None is the paper (no completion)
     """
 
     def __init__(
         self,
         config_space: dict[str, Any],
         metric: str,
-        surrogate_config: PowerLawConfig | None = None,
-        fit_schedule: FitSchedule | None = None,
-        normalisation_scores: str = "trials_if_alike",
-        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
+        *,
+        max_t: int,
+        surrogate_config: PowerLawConfig = PowerLawConfig(),
+        fit_schedule: DeepPowerLawFitSchedule = DeepPowerLawFitSchedule(),
+        normalisation_scores: str = DEFAULT_NORMALISATION_SCORES,
+        completion: DeepPowerLawCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
+        checked_settings("DeepPowerLaw", "surrogate_config", surrogate_config, PowerLawConfig)
+        checked_settings("DeepPowerLaw", "fit_schedule", fit_schedule, DeepPowerLawFitSchedule)
+        checked_settings("DeepPowerLaw", "completion", completion, DeepPowerLawCompletion, allow_none=True)
         policy = SurrogatePolicy(
-            surrogate=PowerLawEnsemble(surrogate_config or DEFAULT_POWER_LAW_CONFIG),
+            surrogate=PowerLawEnsemble(surrogate_config),
             acquisition=MaxBudgetLogEI.from_observations,
-            schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
+            schedule=fit_schedule,
             normalisation_scores=normalisation_scores,
         )
-        super().__init__(config_space, metric, policy, completion=completion, **kwargs)
+        super().__init__(config_space, metric, policy, max_t=max_t, completion=completion, **kwargs)

@@ -4,6 +4,8 @@ improvement at the candidate's next budget."""
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,8 +15,9 @@ from syne_dyhpo.checks import checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.policy import DEFAULT_NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
+from syne_dyhpo.methods.settings import checked_settings
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
 
 
@@ -55,39 +58,67 @@ class MultiFidelityLogEI(LogExpectedImprovement):
         return per_budget_incumbent(self.best_per_budget, candidates.budget)
 
 
-#: Default training schedule of DyHPO's GP: the kernel is refined (warm start) every 21
-#: observations, beyond 2100 observations every 1 % of the data (``refine_every_fraction``),
-#: and retrained from scratch when the data has grown 4-fold; every decision conditions the GP
-#: on all data. The paper's is :func:`paper_fit_schedule` (refined after every observation);
-#: docs/deviations.md says why and what each costs.
-DEFAULT_FIT_SCHEDULE = FitSchedule(refine_every=21, refit_growth=4.0, refine_every_fraction=0.01)
+@dataclass(frozen=True)
+class DyHPOFitSchedule(FitSchedule):
+    """DyHPO's schedule of the GP's training (see :class:`~syne_dyhpo.core.policy.FitSchedule`
+    for every field): the kernel is refined (warm start) every 21 observations, beyond 2100
+    observations every 1 % of the data (``refine_every_fraction``), and retrained from scratch
+    when the data has grown 4-fold; every decision conditions the GP on all data. Changing a
+    field changes only that field. :meth:`paper` is the authors'; docs/deviations.md says why
+    and what each costs.
+
+    :param refine_every: refine after this many new observations. Defaults to 21 (paper: 1)
+    :param refit_growth: train from scratch once the data grew by this factor since the last
+        fit from scratch. Defaults to 4.0 (paper: inf)
+    :param refine_every_fraction: refine every ``max(refine_every, ceil(fraction * n))``
+        observations. Defaults to 0.01 (paper: None)
+    """
+
+    refine_every: int = 21
+    refit_growth: float = 4.0
+    refine_every_fraction: float | None = 0.01
+
+    @classmethod
+    def paper(cls) -> "DyHPOFitSchedule":
+        """The authors' code's schedule: trained from scratch at the first fit, then refined
+        (warm start) after every observation, and retrained from scratch after 1.2 x max_t
+        observations in a row without a new best score."""
+        return cls(refine_every=1, refit_growth=math.inf, refine_every_fraction=None, refit_on_stall=1.2)
+
 
 #: A cheaper schedule for large studies: the kernel refined on evidence of misfit
 #: (``refine_on_misfit=0.01``: the GP's one-step-ahead errors since its last training fail a
 #: sign test at level 0.01), at the latest every 100 observations. Less CPU than
-#: :data:`DEFAULT_FIT_SCHEDULE`, at some cost in regret (docs/deviations.md).
-MISFIT_FIT_SCHEDULE = FitSchedule(refine_every=100, refit_growth=4.0, refine_on_misfit=0.01)
-
-#: Default training settings of DyHPO's GP: the paper's, except at most 300 epochs from
-#: scratch (paper: 1000 with early stopping), training on at most 128 observations, and the
-#: posterior conditioned on at most about 512 observations (``max_condition_points``: every
-#: configuration's latest, then the most recent; the paper's exact GP on all: None), which
-#: bounds a decision's cost. ``DeepKernelGPConfig()`` is the paper's.
-DEFAULT_GP_CONFIG = DeepKernelGPConfig(max_iterations=300, max_fit_points=128, max_condition_points=512)
+#: ``DyHPOFitSchedule()``, at some cost in regret (docs/deviations.md).
+MISFIT_FIT_SCHEDULE = DyHPOFitSchedule(refine_every=100, refine_every_fraction=None, refine_on_misfit=0.01)
 
 
-#: DyHPO's incumbent completion: one leader (``share=0``), chosen once 27 configurations
-#: reported their first epoch (three rungs of successive halving with reduction factor 3) and
-#: committed to (``committed=1``: trained to ``max_t`` even when overtaken); the other settings
-#: are :class:`~syne_dyhpo.core.completion.IncumbentCompletion`'s defaults.
-DEFAULT_COMPLETION = IncumbentCompletion(after=27, share=0.0, leaders_until_trained=True, committed=1)
+@dataclass(frozen=True)
+class DyHPOCompletion(IncumbentCompletion):
+    """DyHPO's incumbent completion (see :class:`~syne_dyhpo.core.completion.IncumbentCompletion`
+    for every field): one leader (``share=0``), chosen once 27 configurations reported their
+    first epoch (three rungs of successive halving with reduction factor 3) and committed to
+    (``committed=1``: trained to ``max_t`` even when overtaken). Changing a field changes only
+    that field; the paper has no completion (``completion=None``).
+
+    :param after: configurations that reported their first epoch before the completion
+        starts. Defaults to 27
+    :param share: share of the workers that may complete leaders at once. Defaults to 0.0
+        (only the incumbent)
+    :param leaders_until_trained: ``share`` holds only until a configuration is trained to
+        ``max_t``. Defaults to True
+    :param committed: the first this many trials chosen are trained to ``max_t`` even when
+        overtaken. Defaults to 1
+    """
+
+    after: int = 27
+    share: float = 0.0
+    leaders_until_trained: bool = True
+    committed: int = 1
 
 
-def paper_fit_schedule() -> FitSchedule:
-    """The authors' code's schedule: trained from scratch at the first fit, then refined
-    (warm start) after every observation, and retrained from scratch after 1.2 x max_t
-    observations in a row without a new best score."""
-    return FitSchedule(refine_every=1, refit_on_stall=1.2)
+#: DyHPO's default completion, ``DyHPOCompletion()`` (exported as ``syne_dyhpo.DYHPO_COMPLETION``)
+DEFAULT_COMPLETION = DyHPOCompletion()
 
 
 class DyHPO(FreezeThawScheduler):
@@ -95,13 +126,17 @@ class DyHPO(FreezeThawScheduler):
     decision advances the winner by one budget step.
 
     Arguments are those of :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
-    (``do_minimize``, ``time_attr``, ``max_t``, ``random_seed``, ...: pass them by keyword)
-    plus:
+    (``do_minimize``, ``time_attr``, ``random_seed``, ...: pass them by keyword) plus the
+    following. Each settings argument's default is its class's instance with no arguments, so
+    changing one field changes only that field (``DeepKernelGPConfig(lr=0.05)``); the paper's
+    settings are each class's ``paper()``, and ``None`` where the paper has no such mechanism
+    (``completion``, ``depth_gate``).
 
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
     :param surrogate_config: training settings of the deep-kernel GP. Defaults to
-        :data:`DEFAULT_GP_CONFIG`; ``DeepKernelGPConfig()`` is the paper's
+        ``DeepKernelGPConfig()``; ``DeepKernelGPConfig.paper()`` is the paper's
     :param fit_schedule: when the GP is refitted from scratch / refined / only conditioned on
-        new data. Defaults to :data:`DEFAULT_FIT_SCHEDULE`; :func:`paper_fit_schedule` is the
+        new data. Defaults to ``DyHPOFitSchedule()``; ``DyHPOFitSchedule.paper()`` is the
         authors', :data:`MISFIT_FIT_SCHEDULE` a cheaper one
     :param condition_on_running: with several workers, condition the GP's predictions on the
         results the running trials will report at the end of their segments, as if each came
@@ -113,27 +148,31 @@ class DyHPO(FreezeThawScheduler):
         on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
         explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
         Defaults to ``"trials_if_alike"``
-    :param completion: the incumbent completion (see
-        :class:`~syne_dyhpo.core.completion.IncumbentCompletion`). Defaults to
-        :data:`DEFAULT_COMPLETION`; None is the paper (no completion)
+    :param completion: the incumbent completion. Defaults to ``DyHPOCompletion()``; None is
+        the paper (no completion)
     """
 
     def __init__(
         self,
         config_space: dict[str, Any],
         metric: str,
-        surrogate_config: DeepKernelGPConfig | None = None,
-        fit_schedule: FitSchedule | None = None,
+        *,
+        max_t: int,
+        surrogate_config: DeepKernelGPConfig = DeepKernelGPConfig(),
+        fit_schedule: DyHPOFitSchedule = DyHPOFitSchedule(),
         condition_on_running: bool = False,
-        normalisation_scores: str = "trials_if_alike",
-        completion: IncumbentCompletion | None = DEFAULT_COMPLETION,
+        normalisation_scores: str = DEFAULT_NORMALISATION_SCORES,
+        completion: DyHPOCompletion | None = DEFAULT_COMPLETION,
         **kwargs: Any,
     ):
         condition_on_running = checked_flag("condition_on_running", condition_on_running)
+        checked_settings("DyHPO", "surrogate_config", surrogate_config, DeepKernelGPConfig)
+        checked_settings("DyHPO", "fit_schedule", fit_schedule, DyHPOFitSchedule)
+        checked_settings("DyHPO", "completion", completion, DyHPOCompletion, allow_none=True)
         policy = SurrogatePolicy(
-            surrogate=DeepKernelGP(surrogate_config or DEFAULT_GP_CONFIG),
+            surrogate=DeepKernelGP(surrogate_config),
             acquisition=MultiFidelityLogEI.from_observations,
-            schedule=fit_schedule or DEFAULT_FIT_SCHEDULE,
+            schedule=fit_schedule,
             condition_on_pending=condition_on_running,
             normalisation_scores=normalisation_scores,
         )
@@ -141,6 +180,7 @@ class DyHPO(FreezeThawScheduler):
             config_space,
             metric,
             policy,
+            max_t=max_t,
             completion=completion,
             **kwargs,
         )

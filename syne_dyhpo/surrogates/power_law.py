@@ -5,8 +5,8 @@ As in Kadra et al. (2023): each member g(config) -> (alpha, beta, gamma) predict
 differ by their initial weights and minibatch order; mean and standard deviation across
 members are the posterior. Nets are MLP d -> 128 -> 128 -> 3 with LeakyReLU; beta and gamma go
 through a sigmoid (the paper; the authors' code uses SiLU), so every predicted curve improves
-monotonically with the budget. BatchNorm in the hidden layers, as in the paper's appendix (the
-authors' code has none: :class:`PowerLawConfig` ``batch_norm=False``, DeepPowerLaw's default).
+monotonically with the budget. BatchNorm in the hidden layers, as in the paper's appendix
+(``PowerLawConfig.paper()``), or none, as in the authors' code and DeepPowerLaw's default.
 Trained with Adam (lr 1e-3, batch 64) on all observed (config, epoch, value) points: 250
 epochs from scratch, 20 epochs per warm-started refinement.
 
@@ -38,9 +38,14 @@ from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
 
-@dataclass
+@dataclass(frozen=True)
 class PowerLawConfig:
-    """Settings of :class:`PowerLawEnsemble` (defaults: the paper's).
+    """Settings of :class:`PowerLawEnsemble`. The defaults are DeepPowerLaw's (what
+    :class:`~syne_dyhpo.methods.deep_power_law.DeepPowerLaw` uses when given none): the paper's
+    network without its appendix's BatchNorm (as the authors' code), and capped training steps,
+    which are most of a decision's cost (docs/deviations.md says why each cap and what it
+    costs). :meth:`paper` gives the paper's settings. Changing a field changes only that
+    field: ``PowerLawConfig(lr=0.05)`` is DeepPowerLaw's default with another learning rate.
 
     :param num_members: ensemble size. Defaults to 5
     :param hidden: width of the two hidden layers. Defaults to 128
@@ -48,23 +53,24 @@ class PowerLawConfig:
     :param batch_size: minibatch size. Defaults to 64
     :param fit_epochs: epochs of a fit from scratch. Defaults to 250
     :param refine_epochs: epochs of a warm-started refinement. Defaults to 20
-    :param loss: "mse" (paper) or "l1" (authors' code, more robust to outliers)
+    :param loss: "mse" (paper) or "l1" (authors' code, more robust to outliers). Defaults to
+        "mse"
     :param max_refine_steps: cap on the minibatch steps of one refinement; 20 epochs over
-        1000 observations are 320 steps per decision. None: no cap (paper). Defaults to None
+        1000 observations are 320 steps per decision. None: no cap (paper). Defaults to 16
     :param max_fit_steps: cap on the minibatch steps of a fit from scratch; 250 epochs over
-        1000 observations are 4000 steps. None: no cap (paper). Defaults to None
+        1000 observations are 4000 steps (the paper's 250 epochs up to 1024 observations).
+        None: no cap (paper). Defaults to 4000
     :param refine_steps_shrink_after: beyond this many observations, the refinement cap
         shrinks in proportion to their inverse, ``max(1, max_refine_steps *
         refine_steps_shrink_after // n)`` steps at ``n`` observations, so that a decision's
         cost stays about flat as the data grows: the steps are a constant cost per decision,
         while predicting the candidates costs more with more data. Each new observation is
         also a smaller share of the data the warm start was trained on. None: the cap holds at
-        any size. Defaults to None (DeepPowerLaw's default: 2000)
+        any size (paper: no cap). Defaults to 2000
     :param batch_norm: BatchNorm after each hidden layer's linear map, before its LeakyReLU,
         statistics per member (the paper's appendix). Trained on minibatch statistics (a
         minibatch of a single row is skipped: it has none), predictions use the running
-        statistics. Defaults to True (the paper); False is the authors' code and DeepPowerLaw's
-        default (docs/deviations.md)
+        statistics. Defaults to False (the authors' code; the paper: True)
     """
 
     num_members: int = 5
@@ -74,10 +80,10 @@ class PowerLawConfig:
     fit_epochs: int = 250
     refine_epochs: int = 20
     loss: str = "mse"
-    max_refine_steps: int | None = None
-    max_fit_steps: int | None = None
-    batch_norm: bool = True
-    refine_steps_shrink_after: int | None = None
+    max_refine_steps: int | None = 16
+    max_fit_steps: int | None = 4000
+    batch_norm: bool = False
+    refine_steps_shrink_after: int | None = 2000
 
     def __post_init__(self):
         checked_choice("loss", self.loss, ("mse", "l1"))
@@ -87,7 +93,14 @@ class PowerLawConfig:
         for name in ("max_refine_steps", "max_fit_steps", "refine_steps_shrink_after"):
             checked_integer(name, getattr(self, name), 1, allow_none=True)
         checked_positive("lr", self.lr)
-        self.batch_norm = checked_flag("batch_norm", self.batch_norm)
+        # frozen: the checked flag is stored as a plain bool
+        object.__setattr__(self, "batch_norm", checked_flag("batch_norm", self.batch_norm))
+
+    @classmethod
+    def paper(cls) -> "PowerLawConfig":
+        """The paper's settings: BatchNorm in the hidden layers, and 250 epochs from scratch
+        and 20 per refinement, whatever their number of steps."""
+        return cls(max_refine_steps=None, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=True)
 
 
 def refine_step_cap(config: PowerLawConfig, n: int) -> int | None:

@@ -24,13 +24,13 @@ def test_scheduler_args_reach_our_schedulers_and_not_bohb():
 def test_scheduler_arg_fields_change_that_field_of_the_methods_default_only():
     from dataclasses import replace
 
-    from syne_dyhpo.methods import dyhpo
+    from syne_dyhpo import DeepKernelGPConfig, DyHPOFitSchedule
 
     args = latency.parse_args(["--methods", "DyHPO", "--scheduler-arg", "surrogate_config.max_condition_points=1024",
                                "--scheduler-arg", "fit_schedule.refine_every=15"])
     policy = latency.make_scheduler("DyHPO", 10, 0, **args.options).policy
-    assert policy.surrogate.config == replace(dyhpo.DEFAULT_GP_CONFIG, max_condition_points=1024)
-    assert policy.schedule == replace(dyhpo.DEFAULT_FIT_SCHEDULE, refine_every=15)
+    assert policy.surrogate.config == replace(DeepKernelGPConfig(), max_condition_points=1024)
+    assert policy.schedule == replace(DyHPOFitSchedule(), refine_every=15)
     # a field the method's settings do not have is refused by name
     with pytest.raises(TypeError, match="max_condition_points"):
         latency.make_scheduler("DeepPowerLaw", 10, 0, **args.options)

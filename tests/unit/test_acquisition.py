@@ -245,8 +245,8 @@ def test_paper_schedules_refit_from_scratch_like_the_authors_code():
 
     # a new best at every step: DyHPO refines after the first fit, DPL fits 10 times from scratch
     improving = list(np.linspace(0.9, 0.1, 12))
-    assert calls(dyhpo.paper_fit_schedule(), improving) == ["scratch"] + ["refine"] * 11
-    assert calls(deep_power_law.paper_fit_schedule(), improving) == ["scratch"] * 10 + ["refine"] * 2
+    assert calls(dyhpo.DyHPOFitSchedule.paper(), improving) == ["scratch"] + ["refine"] * 11
+    assert calls(deep_power_law.DeepPowerLawFitSchedule.paper(), improving) == ["scratch"] * 10 + ["refine"] * 2
     # no new best for 1.2 x max_t = 6 observations after the first: DyHPO restarts from scratch
     stalled = [0.1] + [0.5] * 7
-    assert calls(dyhpo.paper_fit_schedule(), stalled) == ["scratch"] + ["refine"] * 5 + ["scratch", "refine"]
+    assert calls(dyhpo.DyHPOFitSchedule.paper(), stalled) == ["scratch"] + ["refine"] * 5 + ["scratch", "refine"]

@@ -97,7 +97,7 @@ def test_do_minimize_must_be_a_bool(do_minimize):
         ("checkpoints", {"max_kept": 2}, "a PausedCheckpoints"),
         ("candidates", {"num_candidates": 8}, "a CandidateOptions"),
         ("promotion", 0.25, "a SuccessiveHalvingPromotion or None"),
-        ("completion", False, "an IncumbentCompletion or None"),
+        ("completion", False, "a DyHPOCompletion or None"),
         ("max_t", "abc", "an integer >= 1"),
         ("max_t", [5], "an integer >= 1"),
         ("max_t", float("nan"), "an integer >= 1"),

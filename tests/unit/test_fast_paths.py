@@ -306,7 +306,7 @@ def test_power_law_step_caps():
         assert len(counted) == 5  # 3 epochs of 4 batches, capped at 5 steps
         ens.fit(data, from_scratch=False, seed=0)
         assert len(counted) == 7
-        ens = PowerLawEnsemble(PowerLawConfig(fit_epochs=3))
+        ens = PowerLawEnsemble(replace(PowerLawConfig.paper(), fit_epochs=3))
         ens.fit(data, from_scratch=True, seed=0)
         assert len(counted) == 7 + 12  # paper: no cap
         # 200 observations, twice the size after which the refinement cap shrinks: half of it
@@ -329,12 +329,10 @@ def test_deep_power_laws_default_caps_train_as_version_0_1_up_to_1024_observatio
     # version 0.1 had no cap on fits from scratch (250 epochs of ceil(n / 64) minibatches) and
     # 16 steps per refinement: the default's caps bind only beyond 1024 and 2000 observations
     import syne_dyhpo.surrogates.power_law as pl
-    from syne_dyhpo.methods.deep_power_law import DEFAULT_POWER_LAW_CONFIG
-
     data = power_law_data(n=n)
     counted = []
     monkeypatch.setattr(pl, "train_step", lambda *a: counted.append(1))  # count, do not train
-    ens = PowerLawEnsemble(DEFAULT_POWER_LAW_CONFIG)
+    ens = PowerLawEnsemble(PowerLawConfig())
     ens.fit(data, from_scratch=True, seed=0)
     assert len(counted) == fit_steps == min(250 * -(-n // 64), 4000)
     ens.fit(data, from_scratch=False, seed=0)
@@ -348,8 +346,10 @@ def test_refinement_cap_shrinks_as_the_inverse_of_the_data_beyond_its_size():
     assert [refine_step_cap(shrinking, n) for n in (1, 2000, 2001, 4000, 5000, 8000, 10000, 40000)] == [
         16, 16, 15, 8, 6, 4, 3, 1  # never below one step
     ]
-    assert refine_step_cap(PowerLawConfig(max_refine_steps=16), 10**6) == 16  # no shrinking
-    assert refine_step_cap(PowerLawConfig(refine_steps_shrink_after=10), 10**6) is None  # no cap to shrink
+    no_shrinking = PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=None)
+    assert refine_step_cap(no_shrinking, 10**6) == 16
+    no_cap_to_shrink = PowerLawConfig(max_refine_steps=None, refine_steps_shrink_after=10)
+    assert refine_step_cap(no_cap_to_shrink, 10**6) is None
 
 
 # ----- deep-kernel GP -------------------------------------------------------------------------
@@ -565,7 +565,7 @@ def test_candidate_cache_of_a_new_posterior_starts_at_the_size_the_last_one_grew
 
 def test_misfit_errors_are_standardised_one_step_ahead_errors(fitted_gp):
     gp, obs, curves, transform = fitted_gp
-    gp.config.predict_noisy = True
+    gp.config = replace(gp.config, predict_noisy=True)
     cands = candidates_of(obs, transform, np.zeros((0, 2)))
     gp.predict(cands, cands.budget)
     expected = []

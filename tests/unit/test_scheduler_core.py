@@ -3,6 +3,7 @@
 import json
 import pickle
 import re
+from dataclasses import asdict
 
 import numpy as np
 import pytest
@@ -10,7 +11,15 @@ from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, one_epoch_per_decision
-from syne_dyhpo import CandidateOptions, DyHPO, IncumbentCompletion, PausedCheckpoints, SuccessiveHalvingPromotion
+from syne_dyhpo import (
+    CandidateOptions,
+    DeepPowerLaw,
+    DeepPowerLawCompletion,
+    DyHPO,
+    IncumbentCompletion,
+    PausedCheckpoints,
+    SuccessiveHalvingPromotion,
+)
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -215,7 +224,7 @@ def test_surrogate_failure_falls_back_without_losing_data():
             raise RuntimeError("cholesky exploded")
 
     s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidates=CandidateOptions(configs=TABLE),
-                            random_seed=0)
+                            random_seed=0, completion=IncumbentCompletion())
     t0 = start(s, 0)
     decision = report(s, t0, 1, 0.5)
     assert decision in (D.CONTINUE, D.PAUSE)
@@ -595,8 +604,14 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
     assert s.metadata()["completion"]["delay"] == delay
 
 
-def test_completion_is_on_by_default_and_its_settings_are_checked_naming_the_field_and_value():
-    s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
+def test_the_core_takes_no_default_completion_and_the_completions_settings_are_checked_naming_field_and_value():
+    # the core scheduler takes no default (the methods' differ); each method has its own
+    with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'completion'"):
+        FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
+    s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5,
+                            completion=IncumbentCompletion())
+    assert DeepPowerLaw(SPACE, metric="loss", max_t=5).completion == DeepPowerLawCompletion()
+    assert asdict(DeepPowerLawCompletion()) == asdict(IncumbentCompletion())
     assert s.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
                                           "committed": 0, "commit_after": 0.5, "limit": None,
                                           "leader_score": "best"}
@@ -837,11 +852,10 @@ def test_deep_power_law_default_training_the_paper_config_has_batch_norm_and_a_p
     default = DeepPowerLaw(space, metric="loss", max_t=5)
     # no BatchNorm, 16 steps per refinement, at most 4000 from scratch, fewer steps per
     # refinement beyond 2000 observations; the paper's config has BatchNorm
-    assert default.policy.surrogate.config == PowerLawConfig(
-        max_refine_steps=16, max_fit_steps=4000, refine_steps_shrink_after=2000, batch_norm=False
-    )
+    config = default.policy.surrogate.config
+    assert (config.max_refine_steps, config.max_fit_steps, config.refine_steps_shrink_after) == (16, 4000, 2000)
     assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is False
-    assert PowerLawConfig().batch_norm is True
+    assert PowerLawConfig.paper().batch_norm is True
     s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
                      surrogate_config=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2))
     trials = drive_one_worker(s, steps=12)
