@@ -246,7 +246,7 @@ SPLIT_TARGETS = [
     ("syne_dyhpo.surrogates.power_law", "PowerLawEnsemble.condition", "condition"),
     ("syne_dyhpo.surrogates.deep_kernel_gp", "DeepKernelGP.predict", "predict"),
     ("syne_dyhpo.surrogates.power_law", "PowerLawEnsemble.predict", "predict"),
-    ("syne_dyhpo.acquisition", "LogExpectedImprovement.__call__", "acquisition"),
+    ("syne_dyhpo.acquisition", "LogExpectedImprovement.evaluate", "acquisition"),
     ("syne_dyhpo.acquisition", "log_expected_improvement", "acquisition"),
     ("syne_dyhpo.core.observations", "Observations.best_score_per_budget", "acquisition"),
     ("syne_dyhpo.core.observations", "Observations.best_score", "acquisition"),
@@ -519,9 +519,10 @@ def main(argv=None) -> int:
 
 #: the decision log's code inside the scheduler calls (outermost calls timed, nested ones not)
 LOG_TARGETS = [
-    ("syne_dyhpo.core.decision_log", "row_of_decision"),
-    ("syne_dyhpo.core.decision_log", "row_of_result"),
-    ("syne_dyhpo.core.decision_log", "probe"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.decided"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.answered"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.trial_ended"),
+    ("syne_dyhpo.core.decision_log", "DecisionLog.result_arrived"),
     ("syne_dyhpo.core.decision_log", "DecisionLog.now"),
     ("syne_dyhpo.core.decision_log", "DecisionLog.carried_out"),
     ("syne_dyhpo.core.decision_log", "DecisionLog.started"),

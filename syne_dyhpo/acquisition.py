@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy.special import erfcx, ndtr
 
+from syne_dyhpo.core.acquisition_protocol import AcquisitionValues
+
 if TYPE_CHECKING:
     from syne_dyhpo.core.candidates import Candidates
     from syne_dyhpo.core.policy import FittedModel
@@ -65,7 +67,8 @@ def log_expected_improvement(mean: np.ndarray, std: np.ndarray, incumbent: np.nd
 class LogExpectedImprovement:
     """log EI of a fitted model's predictive distribution at :meth:`budgets` of the candidates,
     against the incumbent score :meth:`best_f` (raw scores; compared in the model's normalised
-    space through its outcome transform).
+    space through its outcome transform). An
+    :class:`~syne_dyhpo.core.acquisition_protocol.Acquisition`.
 
     Subclasses say at which budget the model is asked and what the incumbent is.
 
@@ -83,13 +86,20 @@ class LogExpectedImprovement:
         """Incumbent score per candidate (raw score units), shape (m,)."""
         raise NotImplementedError
 
+    def evaluate(self, candidates: "Candidates") -> AcquisitionValues:
+        """
+        :param candidates: what the decision chooses from
+        :return: log EI per candidate, shape (m,), higher is better, and the predictions it
+            was computed from
+        """
+        budgets = self.budgets(candidates)
+        mean, std = self.model.predict(candidates, budgets)
+        values = log_expected_improvement(mean, std, self.model.transform(self.best_f(candidates)))
+        return AcquisitionValues(values, budgets, mean, std, self.model.transform)
+
     def __call__(self, candidates: "Candidates") -> np.ndarray:
         """
         :param candidates: what the decision chooses from
         :return: log EI per candidate, shape (m,); higher is better
         """
-        budgets = self.budgets(candidates)
-        mean, std = self.model.predict(candidates, budgets)
-        # kept on the model for the decision log: the prediction behind the winner's value
-        self.model.prediction = (budgets, mean, std)
-        return log_expected_improvement(mean, std, self.model.transform(self.best_f(candidates)))
+        return self.evaluate(candidates).values

@@ -3,7 +3,9 @@
 :class:`DecisionMaker` takes the trials that may get the next segment (paused ones and the
 reporting one) and the new configurations on offer, and returns a typed :class:`Decision`
 without touching any trial: the scheduler carries it out. The flow is one way: observations
--> (re)fit -> candidates -> acquisition -> argmax.
+-> (re)fit -> candidates -> acquisition -> argmax. A decision says why it was made (the rule,
+the fit, the acquisition values and the prediction behind the winner's), which is all the
+decision log needs of it.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from typing import Any, Callable
 
 import numpy as np
 
+from syne_dyhpo.core.acquisition_protocol import AcquisitionValues, Prediction
 from syne_dyhpo.core.candidates import CandidateOptions, make_candidates
 from syne_dyhpo.core.completion import CompletionRun, IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.observations import Observations, TrialRecord
-from syne_dyhpo.core.policy import SurrogatePolicy
+from syne_dyhpo.core.policy import FittedModel, SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 
 logger = logging.getLogger(__name__)
@@ -30,29 +33,57 @@ class DecisionKind(str, Enum):
     START = "start"  # start a new configuration
 
 
+#: the rules a decision can be made by (:attr:`Decision.reason`)
+DECISION_REASONS = (
+    "points_to_evaluate",  # a configuration of points_to_evaluate, started first
+    "initial_random",  # a random configuration, before the model is used
+    "random",  # a random paused trial (too few observations for the model)
+    "model_failed",  # a random choice: the model failed at this decision
+    "completion",  # the completion of the leader (IncumbentCompletion)
+    "sh_promotion",  # a successive-halving promotion
+    "acquisition",  # the highest acquisition value
+)
+
+
 @dataclass(frozen=True)
 class Decision:
-    """What the next free worker does.
+    """What the next free worker does, and why.
 
     :param kind: resume a trial or start a new configuration
     :param trial_id: the trial to resume (RESUME)
     :param config: the configuration to start (START)
     :param retire: paused trials ranked hopeless by this decision (see
         ``PausedCheckpoints.max_kept``): never to be resumed
+    :param epoch: the epoch the winner trains to next (the end of its next segment)
+    :param reason: the rule that made the decision, one of :data:`DECISION_REASONS`
+    :param fit: what the decision's fit did to the model, one of
+        :data:`~syne_dyhpo.core.policy.FIT_KINDS`; None: no model fitted (or its fit failed)
+    :param acquisition: the winner's acquisition value (decisions by the acquisition)
+    :param runner_up: the best acquisition value of the other candidates (if any)
+    :param prediction: the model's prediction behind the winner's acquisition value, at the
+        epoch the acquisition asked about (None: the acquisition gave none)
     """
 
     kind: DecisionKind
     trial_id: int | None = None
     config: dict[str, Any] | None = None
     retire: tuple[int, ...] = field(default=())
+    epoch: int | None = None
+    reason: str = ""
+    fit: str | None = None
+    acquisition: float | None = None
+    runner_up: float | None = None
+    prediction: Prediction | None = None
 
     @staticmethod
-    def resume(trial_id: int, retire: tuple[int, ...] = ()) -> "Decision":
-        return Decision(DecisionKind.RESUME, trial_id=trial_id, retire=retire)
+    def resume(trial_id: int, retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+        """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
+        return Decision(DecisionKind.RESUME, trial_id=trial_id, retire=retire, **why)
 
     @staticmethod
-    def start(config: dict[str, Any], retire: tuple[int, ...] = ()) -> "Decision":
-        return Decision(DecisionKind.START, config=config, retire=retire)
+    def start(config: dict[str, Any], retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+        """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
+        return Decision(DecisionKind.START, config=config, retire=retire, **why)
 
 
 class DecisionMaker:
@@ -108,9 +139,6 @@ class DecisionMaker:
         #: acquisition values of the new configurations at the last decision (None if that
         #: decision did not consult the acquisition)
         self.new_config_values: np.ndarray | None = None
-        #: (fitted model, candidates, acquisition values) of the last decision that consulted
-        #: the acquisition, for the decision log (the scheduler reads and clears it)
-        self.last_scored: tuple | None = None
         self.num_decisions = 0
         self.num_fallbacks = 0
         self.num_sh_promotions = 0
@@ -135,19 +163,20 @@ class DecisionMaker:
         :return: the decision, or None if there is nothing to choose from
         """
         self.new_config_values = None
-        self.last_scored = None
         if not records and not new_configs:
             return None
         self.num_decisions += 1
+        first_epoch = self.segment_end(None)
         if new_configs and (num_started < self.candidates.num_initial_random or not self.policy.ready(self.observations)):
-            return Decision.start(new_configs[0])
+            return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):
             # too few observations to fit a model (a tiny space, used up before two results
             # came in): any trial is as good as another
-            return Decision.resume(records[self.rng.randint(len(records))].trial_id)
+            chosen = records[self.rng.randint(len(records))]
+            return Decision.resume(chosen.trial_id, epoch=self.segment_end(chosen), reason="random")
         champion = None if self.completion is None else self.completion.choose(records, num_workers)
         if champion is not None:
-            return Decision.resume(champion.trial_id)
+            return Decision.resume(champion.trial_id, epoch=self.segment_end(champion), reason="completion")
         if self.depth_gate is not None:
             in_contention = self.depth_gate.in_contention(records, self.observations)
             if in_contention or new_configs:
@@ -157,16 +186,23 @@ class DecisionMaker:
             promoted = promotion.promote(records, self.observations)
             if promoted is not None:
                 self.num_sh_promotions += 1
-                return Decision.resume(promoted.trial_id)
-        values = self._acquisition_values(records, new_configs, new_x, running)
+                return Decision.resume(promoted.trial_id, epoch=self.segment_end(promoted), reason="sh_promotion")
+        values, why, scored = self._acquisition_values(records, new_configs, new_x, running)
         self.new_config_values = values[len(records) :]
         best = np.flatnonzero(values == values.max())
         i = int(best[0] if len(best) == 1 else self.rng.choice(best))
         winner = records[i] if i < len(records) else None
         retire = self._hopeless(records, values[: len(records)], keep=winner)
+        epoch = first_epoch if winner is None else self.segment_end(winner)
+        if why["reason"] == "acquisition":
+            why["acquisition"] = float(values[i])
+            if len(values) > 1:
+                why["runner_up"] = float(np.max(np.delete(values, i)))
+            if scored is not None:
+                why["prediction"] = scored.prediction(i, self.observations.sign)
         if winner is not None:
-            return Decision.resume(winner.trial_id, retire=retire)
-        return Decision.start(new_configs[i - len(records)], retire=retire)
+            return Decision.resume(winner.trial_id, retire=retire, epoch=epoch, **why)
+        return Decision.start(new_configs[i - len(records)], retire=retire, epoch=epoch, **why)
 
     def _acquisition_values(
         self,
@@ -174,16 +210,23 @@ class DecisionMaker:
         new_configs: list[dict[str, Any]],
         new_x: np.ndarray,
         running: list[TrialRecord] = (),
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, dict[str, Any], AcquisitionValues | None]:
         """Fits the policy, then scores the candidates with it; on any failure of the model a
-        uniformly random score (a decision must be made), and the next fit is from scratch."""
+        uniformly random score (a decision must be made), and the next fit is from scratch.
+
+        :return: the values; the decision's ``reason`` (``acquisition`` or ``model_failed``)
+            and ``fit``; and the acquisition's answer with its predictions (None if the model
+            failed, or the policy gave bare values)
+        """
         seed = (int(self.random_seed) * 1_000_003 + self.num_decisions) % (2**31 - 1)
         num = len(records) + len(new_configs)
         try:
             # fit first: candidates are expressed in the outcome transform the fit may change
             model = self.policy.fit(self.observations, seed=seed)
         except Exception as err:  # noqa: BLE001 - a decision must be made whatever the model does
-            return self._fallback(err, num)
+            return self._fallback(err, num), {"reason": "model_failed"}, None
+        # a policy's fit may return another model (tests' doubles): it does not say its fit
+        fit = model.fit_kind if isinstance(model, FittedModel) else None
         candidates = make_candidates(records, new_configs, new_x, self.observations, self.segment_end)
         pending = None
         if running and self.policy.condition_on_pending:
@@ -192,13 +235,14 @@ class DecisionMaker:
                 list(running), [], np.zeros((0, new_x.shape[1])), self.observations, lambda r: r.segment_end
             )
         try:
-            values = np.asarray(self.policy.score(model, candidates, self.observations, pending=pending), dtype=float)
+            answer = self.policy.score(model, candidates, self.observations, pending=pending)
+            scored = answer if isinstance(answer, AcquisitionValues) else None
+            values = np.asarray(answer if scored is None else scored.values, dtype=float)
             if values.shape != (num,) or np.any(np.isnan(values)):
                 raise FloatingPointError("acquisition returned NaN values")
-            self.last_scored = (model, candidates, values)
-            return values
+            return values, {"reason": "acquisition", "fit": fit}, scored
         except Exception as err:  # noqa: BLE001
-            return self._fallback(err, num)
+            return self._fallback(err, num), {"reason": "model_failed", "fit": fit}, None
 
     def _fallback(self, err: Exception, num: int) -> np.ndarray:
         # the surrogate keeps its own rollback state; here we only make sure a decision is

@@ -8,8 +8,15 @@ the model's prediction for the winner where the method has one, the kind of fit 
 made, and the decision's milliseconds. Rows are kept in plain Python lists (the core install
 needs no table library for them); :meth:`DecisionLog.dataframe` converts them on request.
 
+The log observes: the scheduler calls it from its one path through each callback
+(:meth:`DecisionLog.result_arrived`, :meth:`DecisionLog.decided`, :meth:`DecisionLog.answered`,
+:meth:`DecisionLog.trial_ended`, ...) with what it needs as arguments, above all the
+:class:`~syne_dyhpo.core.decision.Decision`, which says why it was made. A disabled log's calls
+do nothing, and a failure of the log is a warning, never the end of the tuning.
+
 The log is part of the scheduler, so it is pickled with it (Syne Tune's ``Tuner.save`` /
-``Tuner.load``). Once the scheduler knows the Tuner it runs in (:func:`find_tuner`), every
+``Tuner.load``). Once the scheduler knows the Tuner it runs in
+(:func:`~syne_dyhpo.core.tuner_link.calling_tuner`), every
 finished row is also appended to :data:`LOG_FILENAME` in the Tuner's experiment folder, so the
 log is on disk while the run goes and after a crash. A row whose ``next`` is a new
 configuration is finished (and written) once that configuration got its trial id.
@@ -24,12 +31,15 @@ than the log's whole budget of 2 %.
 from __future__ import annotations
 
 import csv
+import functools
 import json
+import logging
 import math
 import os
-import sys
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
+
+logger = logging.getLogger(__name__)
 
 LOG_FILENAME = "decision_log.csv"
 #: what the report needs besides Syne Tune's files: metric, mode, max_t, checkpoint locations
@@ -77,6 +87,23 @@ REASONS = {
 
 _ROW_INDEX = {name: i for i, name in enumerate(COLUMNS)}
 _MISSING = object()
+
+
+def _never_fails(what: str) -> Callable:
+    """Decorates a method of the log: a failure is a warning naming ``what`` (the log must
+    never stop the tuning)."""
+
+    def decorate(method: Callable) -> Callable:
+        @functools.wraps(method)
+        def guarded(*args: Any, **kwargs: Any) -> None:
+            try:
+                method(*args, **kwargs)
+            except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
+                logger.warning(f"Decision log: {what} failed ({type(err).__name__}: {err})")
+
+        return guarded
+
+    return decorate
 
 
 class DecisionLog:
@@ -176,6 +203,88 @@ class DecisionLog:
             if new:
                 self._writer.writerow(COLUMNS)
         self._writer.writerows([_csv_value(v) for v in row] for row in rows)
+
+    # ----- the scheduler's calls -----------------------------------------------------------------
+
+    #: the row of the decision made at the result being answered, and that decision
+    _answer_due: tuple[list[Any] | None, Any] | None = None
+
+    def result_arrived(self, result: dict[str, Any]) -> None:
+        """A result arrives at the scheduler: its clock (the simulator's ``st_tuner_time``) is
+        the time of the rows it leads to."""
+        self._answer_due = None
+        if self.enabled:
+            self.now(result)
+
+    @_never_fails("the row of a decision")
+    def decided(self, decision: Any, reporting: Any, trials: Mapping[int, Any], max_t: int, started: float) -> None:
+        """Adds the row of a decision just made (its answer for the reporting trial is set by
+        :meth:`answered`), and a row per trial the decision retired.
+
+        :param decision: the :class:`~syne_dyhpo.core.decision.Decision` (None: nothing to
+            choose from)
+        :param reporting: the reporting trial's record (None: a free worker asked)
+        :param trials: the scheduler's trial records by id (the retired trials' last epochs)
+        :param max_t: the maximum budget (the epoch of ``pred_mean_max_t``)
+        :param started: ``time.perf_counter()`` when the scheduler call began
+        """
+        if not self.enabled:
+            return
+        now = self.now()
+        trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
+        if decision is None:
+            next_, next_id, next_epoch, why = "nothing", None, None, {"reason": "nothing_left"}
+        else:
+            next_epoch, why = decision.epoch, _why(decision, max_t)
+            if decision.kind.value == "start":
+                next_, next_id = "start", None
+            else:
+                next_ = "continue" if decision.trial_id == trial_id else "resume"
+                next_id = decision.trial_id
+        ms = 1000.0 * (time.perf_counter() - started)
+        # written once carried out (the answer for the reporting trial is set before)
+        row = self.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, next_epoch=next_epoch, why=why,
+                       ms=ms, decision=decision, hold=reporting is not None)
+        if reporting is not None:
+            self._answer_due = (row, decision)
+        elif decision is not None:  # suggest() carries it out at once
+            self.carried_out(decision)
+        for retired in () if decision is None else decision.retire:
+            self.add(now, retired, trials[retired].last_epoch, reason="retired")
+
+    @_never_fails("the row of a result")
+    def answered(self, answer: str, started: float) -> None:
+        """The scheduler answered the result whose decision :meth:`decided` logged: sets the
+        answer on its row (written now, unless the decision waits for a free worker).
+
+        :param answer: CONTINUE / PAUSE / STOP
+        :param started: ``time.perf_counter()`` when the scheduler call began
+        """
+        due, self._answer_due = self._answer_due, None
+        if due is None or due[0] is None:
+            return
+        row, decision = due
+        action = str(answer).upper()
+        self.set(row, action=action, ms=1000.0 * (time.perf_counter() - started))
+        if row[_ROW_INDEX["next"]] == "continue" and action != "CONTINUE":
+            self.set(row, next="resume")  # the job stops itself at its segment end: resumed at once
+        if decision is None:
+            self.release(row)
+        elif action == "CONTINUE":  # the reporting trial goes on: nothing pending
+            self.carried_out(decision)
+
+    @_never_fails("the row of a result")
+    def trial_ended(self, trial_id: int, epoch: int, status: str, started: float) -> None:
+        """A running trial's result stopped it without a decision: it reached ``max_t``
+        (``status`` "finished"), diverged ("diverged"), or restarted after its checkpoint was
+        lost.
+
+        :param status: the trial's status after the result (a ``TrialStatus`` value)
+        :param started: ``time.perf_counter()`` when the scheduler call began
+        """
+        reason = {"finished": "max_t", "diverged": "diverged"}.get(status, "lost_checkpoint")
+        self.add(self.now(), trial_id, epoch, action="STOP", reason=reason,
+                 ms=1000.0 * (time.perf_counter() - started))
 
     # ----- rows ----------------------------------------------------------------------------------
 
@@ -290,21 +399,23 @@ def _csv_value(value: Any) -> Any:
     return value
 
 
-def find_tuner(frame, depth: int = 10):
-    """The Syne Tune ``Tuner`` among the callers of ``frame`` (at most ``depth`` frames up), or
-    None. Syne Tune 0.16 hands a scheduler no reference to its tuner; its ``suggest()`` is
-    called from ``Tuner._schedule_new_task``."""
-    tuner_cls = getattr(sys.modules.get("syne_tune.tuner"), "Tuner", None)
-    if tuner_cls is None:
-        return None
-    for _ in range(depth):
-        if frame is None:
-            return None
-        caller = frame.f_locals.get("self")
-        if isinstance(caller, tuner_cls):
-            return caller
-        frame = frame.f_back
-    return None
+def _why(decision: Any, max_t: int) -> dict[str, Any]:
+    """The ``reason``, ``fit``, acquisition and prediction fields of a decision's row (only
+    those the decision has)."""
+    why: dict[str, Any] = {"reason": decision.reason}
+    if decision.fit is not None:
+        why["fit"] = decision.fit
+    if decision.acquisition is not None:
+        why["acquisition"] = decision.acquisition
+    if decision.runner_up is not None:
+        why["runner_up"] = decision.runner_up
+    prediction = decision.prediction
+    if prediction is not None:
+        if prediction.epoch == decision.epoch:
+            why["pred_mean"], why["pred_std"] = prediction.mean, prediction.std
+        if prediction.epoch == max_t:
+            why["pred_mean_max_t"], why["pred_std_max_t"] = prediction.mean, prediction.std
+    return why
 
 
 def checkpoint_template(backend) -> str | None:
@@ -328,12 +439,15 @@ def checkpoint_template(backend) -> str | None:
 
 def run_info(scheduler, backend=None, start_timestamp: float | None = None,
              n_workers: int | None = None) -> dict[str, Any]:
-    """What the report needs to read a run besides Syne Tune's files.
+    """What the report needs to read a run besides Syne Tune's files (read from the scheduler's
+    public attributes).
 
     :param start_timestamp: ``time.time()`` when the log's clock started (Ray Tune's results
         carry only such stamps)
     :param n_workers: the number of trials run at once (the report's share of worker time)
     """
+    from syne_tune.config_space import Domain
+
     return {
         "start_timestamp": start_timestamp,
         "n_workers": n_workers,
@@ -343,176 +457,7 @@ def run_info(scheduler, backend=None, start_timestamp: float | None = None,
         "time_attr": scheduler.time_attr,
         "max_t": scheduler.max_t,
         "max_resource_attr": scheduler.max_resource_attr,
-        "hyperparameters": list(scheduler._encoder.hp_names),
+        "hyperparameters": [name for name, value in scheduler.config_space.items() if isinstance(value, Domain)],
         "backend": None if backend is None else type(backend).__name__,
         "checkpoint_template": None if backend is None else checkpoint_template(backend),
     }
-
-
-# ----- why a decision was made ----------------------------------------------------------------
-
-
-def probe(decider, policy) -> tuple:
-    """The counters of the decision maker and its policy (a
-    :class:`~syne_dyhpo.core.policy.SurrogatePolicy`) before a decision (see :func:`explain`)."""
-    return (
-        decider.num_decisions,
-        decider.num_fallbacks,
-        0 if decider.completion is None else decider.completion.num_completions,
-        decider.num_sh_promotions,
-        policy.num_full_fits,
-        policy.num_rescales,
-        policy.num_refines,
-        policy.fitted_rows,
-    )
-
-
-def explain(before: tuple, decider, policy, decision, is_point: bool, sign: float) -> dict[str, Any]:
-    """The ``reason``, acquisition, prediction and ``fit`` fields of a decision just made.
-
-    :param before: :func:`probe` before the decision
-    :param decider: the :class:`~syne_dyhpo.core.decision.DecisionMaker`; its ``last_scored``
-        holds the fitted model, the candidates and their acquisition values if the decision
-        consulted the acquisition
-    :param policy: the decider's surrogate policy
-    :param decision: the decision (None: nothing to choose from)
-    :param is_point: the decision starts one of ``points_to_evaluate``
-    :param sign: +1 if the metric is maximised, -1 if minimised (scores are ``sign * value``)
-    """
-    why: dict[str, Any] = {}
-    if decision is None:
-        why["reason"] = "nothing_left"
-        return why
-    if is_point:
-        why["reason"] = "points_to_evaluate"
-        return why
-    now = probe(decider, policy)
-    scored = decider.last_scored
-    fitted = scored is not None or now[1] > before[1]
-    if now[2] > before[2]:
-        why["reason"] = "completion"
-    elif now[3] > before[3]:
-        why["reason"] = "sh_promotion"
-    elif now[1] > before[1]:
-        why["reason"] = "model_failed"
-    elif scored is not None:
-        why["reason"] = "acquisition"
-    else:
-        why["reason"] = "initial_random" if decision.kind.value == "start" else "random"
-    if fitted:
-        if now[4] > before[4]:
-            why["fit"] = "scratch"
-        elif now[5] > before[5]:
-            why["fit"] = "rescale"
-        elif now[6] > before[6]:
-            why["fit"] = "refine"
-        elif now[7] != before[7]:
-            why["fit"] = "condition"
-        else:
-            why["fit"] = "cached"
-    if scored is not None:
-        why.update(_scored_fields(scored, decision, sign, decider.observations.max_t))
-    return why
-
-
-def _scored_fields(scored: tuple, decision, sign: float, max_t: int) -> dict[str, Any]:
-    """The winner's and runner-up's acquisition values, and the prediction the acquisition
-    made for the winner (the model is not asked again: no cost, no side effect on its caches)."""
-    import numpy as np
-
-    from syne_dyhpo.core.policy import FittedModel
-
-    model, candidates, values = scored
-    if decision.kind.value == "resume":
-        i = candidates.trial_ids.index(decision.trial_id)
-    else:
-        i = next(j for j in range(candidates.num_paused, len(candidates)) if candidates.configs[j] is decision.config)
-    fields: dict[str, Any] = {"acquisition": float(values[i]), "next_epoch": int(candidates.budget[i])}
-    if len(values) > 1:
-        fields["runner_up"] = float(np.max(np.delete(values, i)))
-    # a policy's fit may return another model (tests' doubles): it has no prediction to show
-    if not isinstance(model, FittedModel) or model.prediction is None:
-        return fields
-    budgets, mean, std = model.prediction
-    transform = model.transform
-
-    def raw(m: float, s: float) -> tuple[float, float]:
-        return sign * (transform.loc + transform.scale * float(m)), transform.scale * float(s)
-
-    budget, next_epoch = int(budgets[i]), int(candidates.budget[i])
-    if budget == next_epoch:
-        fields["pred_mean"], fields["pred_std"] = raw(mean[i], std[i])
-    if budget == max_t:
-        fields["pred_mean_max_t"], fields["pred_std_max_t"] = raw(mean[i], std[i])
-    return fields
-
-
-# ----- the rows of a freeze-thaw scheduler's calls -----------------------------------------------
-
-
-def row_of_decision(scheduler, reporting, decision, before: tuple, started: float) -> tuple[list | None, Any]:
-    """Adds the row of a decision a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` just
-    made (its answer for the reporting trial is set by :func:`row_of_result`), and a row per
-    trial the decision retired.
-
-    :param reporting: the reporting trial's record (None: a free worker asked)
-    :param decision: the decision (None: nothing to choose from)
-    :param before: :func:`probe` before the decision
-    :param started: ``time.perf_counter()`` when the scheduler call began
-    :return: the row and the decision
-    """
-    log = scheduler._log
-    kind = None if decision is None else decision.kind.value
-    is_point = kind == "start" and any(decision.config is point for point in scheduler._points_to_evaluate)
-    why = explain(before, scheduler._decider, scheduler.policy, decision, is_point, scheduler._obs.sign)
-    now = log.now()
-    trial_id, epoch = (None, None) if reporting is None else (reporting.trial_id, reporting.last_epoch)
-    segment_end = scheduler._lifecycle.segment_end
-    if decision is None:
-        next_, next_id, next_epoch = "nothing", None, None
-    elif kind == "start":
-        next_, next_id, next_epoch = "start", None, segment_end(None)
-    else:
-        winner = scheduler._obs.trials[decision.trial_id]
-        next_ = "continue" if winner is reporting else "resume"
-        next_id, next_epoch = decision.trial_id, segment_end(winner)
-    why.setdefault("next_epoch", next_epoch)
-    ms = 1000.0 * (time.perf_counter() - started)
-    # written once carried out (the answer for the reporting trial is set before)
-    row = log.add(now, trial_id, epoch, next_=next_, next_trial_id=next_id, why=why, ms=ms, decision=decision,
-                  hold=reporting is not None)
-    if decision is not None and reporting is None:  # suggest() carries it out at once
-        log.carried_out(decision)
-    for retired in () if decision is None else decision.retire:
-        log.add(now, retired, scheduler._obs.trials[retired].last_epoch, reason="retired")
-    return row, decision
-
-
-def row_of_result(scheduler, trial_id: int, result: dict[str, Any], answer: str, was_running: bool, num_rows: int,
-                  started: float) -> None:
-    """After a :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler` answered a result: sets
-    the answer on the row of the decision the result led to (written now, unless the decision
-    waits for a free worker), or adds a row for a trial stopped without a decision (``max_t``,
-    diverged, lost checkpoint).
-
-    :param answer: CONTINUE / PAUSE / STOP
-    :param was_running: the trial was running before the result (not a late report)
-    :param num_rows: rows of the log before the result
-    """
-    log = scheduler._log
-    if len(log.rows) > num_rows and scheduler._last_row is not None:  # a decision was made
-        row, decision = scheduler._last_row, scheduler._last_decision
-        log.set(row, action=str(answer).upper(), ms=1000.0 * (time.perf_counter() - started))
-        if row[_ROW_INDEX["next"]] == "continue" and str(answer).upper() != "CONTINUE":
-            log.set(row, next="resume")  # the job stops itself at its segment end: resumed at once
-        if decision is None:
-            log.release(row)
-        elif str(answer).upper() == "CONTINUE":  # the reporting trial goes on: nothing pending
-            log.carried_out(decision)
-        return
-    record = scheduler._obs.trials.get(trial_id)
-    if str(answer).upper() != "STOP" or not was_running or record is None:
-        return
-    reason = {"finished": "max_t", "diverged": "diverged"}.get(record.status.value, "lost_checkpoint")
-    log.add(log.now(result), trial_id, record.last_epoch, action="STOP", reason=reason,
-            ms=1000.0 * (time.perf_counter() - started))

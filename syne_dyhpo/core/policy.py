@@ -20,8 +20,8 @@ from typing import Any, Callable, Iterator, Protocol
 import numpy as np
 from scipy.special import bdtrc
 
-from syne_dyhpo.acquisition import LogExpectedImprovement
 from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_number
+from syne_dyhpo.core.acquisition_protocol import Acquisition, AcquisitionValues
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations, RowBuffer, TrainingData
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -183,17 +183,21 @@ class FittedModel:
     :param pending: running trials at the epoch their current segment ends, whose results are
         on their way (raw curves); None: none. Made by :meth:`SurrogatePolicy.score` when the
         policy conditions on pending results
+    :param fit_kind: what the fit that returned it did, one of :data:`FIT_KINDS`; None: not
+        made by a fit
     """
 
-    def __init__(self, surrogate: Surrogate, transform: ScoreTransform, pending: Candidates | None = None):
+    def __init__(
+        self,
+        surrogate: Surrogate,
+        transform: ScoreTransform,
+        pending: Candidates | None = None,
+        fit_kind: str | None = None,
+    ):
         self.surrogate = surrogate
         self.transform = transform
         self.pending = pending
-        #: what the acquisition last predicted with this model: the budgets it asked for and
-        #: the posterior mean and standard deviation of the normalised score of each
-        #: candidate there, ``(budgets, mean, std)``; None until an acquisition has scored
-        #: candidates. The decision log reads the winner's prediction from it
-        self.prediction: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self.fit_kind = fit_kind
 
     def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Posterior mean and standard deviation of the normalised score of each candidate at
@@ -209,13 +213,18 @@ class FittedModel:
         return self.surrogate.predict(normalised, budget)
 
 
+#: what a fit (:meth:`SurrogatePolicy.fit`) did: trained from scratch, rescaled to a new outcome
+#: transform and refined, refined, only conditioned on new observations, or nothing (no new
+#: observation since the last fit)
+FIT_KINDS = ("scratch", "rescale", "refine", "condition", "cached")
+
 #: the values of ``normalisation_scores`` (see :meth:`SurrogatePolicy.transform_scores`)
 NORMALISATION_SCORES = ("epochs", "trials", "trials_if_alike")
 
 #: the default ``normalisation_scores`` of :class:`SurrogatePolicy` and of both methods
 DEFAULT_NORMALISATION_SCORES = "trials_if_alike"
 
-AcquisitionFactory = Callable[[FittedModel, Observations], LogExpectedImprovement]
+AcquisitionFactory = Callable[[FittedModel, Observations], Acquisition]
 """``(model, observations) -> acquisition``: a method's acquisition given its incumbents."""
 
 
@@ -238,8 +247,8 @@ class SurrogatePolicy:
         :data:`DEFAULT_NORMALISATION_SCORES` (``"trials_if_alike"``, as both methods)
     """
 
-    # the counters of the fits so far (the decision log tells each decision's fit by them),
-    # declared here so that a subclass that makes no fits reports none
+    # the counters of the fits so far (:meth:`metadata`), declared here so that a subclass
+    # that makes no fits reports none
     #: fits from scratch (new outcome transform, surrogate trained anew)
     num_full_fits: int = 0
     #: refinements (the surrogate trained further from its current state)
@@ -248,7 +257,6 @@ class SurrogatePolicy:
     num_misfit_refines: int = 0
     #: rescales (new outcome transform, surrogate rescaled to it and refined)
     num_rescales: int = 0
-    _size_at_fit: int = -1
 
     def __init__(
         self,
@@ -283,12 +291,6 @@ class SurrogatePolicy:
         self.num_refines = 0
         self.num_misfit_refines = 0
         self.num_rescales = 0
-
-    @property
-    def fitted_rows(self) -> int:
-        """Observations the surrogate was last fitted or conditioned on (-1: none yet); it
-        changes with every fit that saw new observations."""
-        return self._size_at_fit
 
     def __getstate__(self) -> dict:
         state = dict(self.__dict__)
@@ -326,10 +328,12 @@ class SurrogatePolicy:
 
     def fit(self, observations: Observations, seed: int) -> FittedModel:
         """Trains, refines or conditions the surrogate on all observations, as the schedule
-        says, and returns it bound to its outcome transform."""
+        says, and returns it bound to its outcome transform, saying which it did
+        (:attr:`FittedModel.fit_kind`)."""
         n = observations.num_observations
         if n == self._size_at_fit and self._size_at_full_fit > 0:
-            return FittedModel(self.surrogate, self.transform)  # nothing new since the last fit
+            # nothing new since the last fit
+            return FittedModel(self.surrogate, self.transform, fit_kind="cached")
         self._size_at_fit = n
         with torch_threads(self.num_threads):
             # the scores a new transform would be fitted on: read once, for the check and the fit
@@ -342,13 +346,13 @@ class SurrogatePolicy:
                 self.surrogate.fit(self._training_data(observations), from_scratch=False, seed=seed)
                 self._size_at_refine = n
                 self.num_rescales += 1
-                return FittedModel(self.surrogate, self.transform)
+                return FittedModel(self.surrogate, self.transform, fit_kind="rescale")
             if scheduled or outdated:
                 self.transform.fit(scores)  # moves only with a fit from scratch
                 self.surrogate.fit(self._training_data(observations), from_scratch=True, seed=seed)
                 self._size_at_full_fit = self._size_at_refine = n
                 self.num_full_fits += 1
-                return FittedModel(self.surrogate, self.transform)
+                return FittedModel(self.surrogate, self.transform, fit_kind="scratch")
             data = self._training_data(observations)
             refine, conditioned = n - self._size_at_refine >= self.schedule.refine_interval(n), False
             if not refine and self.schedule.refine_on_misfit is not None and self.surrogate.capabilities.misfit:
@@ -361,7 +365,7 @@ class SurrogatePolicy:
                 self.num_refines += 1
             elif not conditioned:
                 self.surrogate.condition(data)
-        return FittedModel(self.surrogate, self.transform)
+        return FittedModel(self.surrogate, self.transform, fit_kind="refine" if refine else "condition")
 
     def score(
         self,
@@ -369,8 +373,9 @@ class SurrogatePolicy:
         candidates: Candidates,
         observations: Observations,
         pending: Candidates | None = None,
-    ) -> np.ndarray:
-        """The acquisition value of each candidate (higher is better).
+    ) -> AcquisitionValues:
+        """The acquisition value of each candidate (higher is better), and the predictions
+        they were computed from.
 
         :param model: the model :meth:`fit` returned
         :param candidates: the candidates to score
@@ -383,10 +388,7 @@ class SurrogatePolicy:
         if pending is not None and self.condition_on_pending:
             scored = FittedModel(model.surrogate, model.transform, pending=pending)
         with torch_threads(self.num_threads):
-            values = self.acquisition(scored, observations)(candidates)
-        # the acquisition's prediction (the decision log reads it from the fitted model)
-        model.prediction = scored.prediction
-        return values
+            return self.acquisition(scored, observations).evaluate(candidates)
 
     def _misfit(self) -> bool:
         """Whether the rows conditioned on since the last training were predicted worse than

@@ -9,7 +9,11 @@ otherwise (``suggest()`` then resumes or starts the winner), and STOP once a tri
 
 This module only translates Syne Tune's callbacks: the trial life cycle (statuses, segment
 ends, late and stale reports) is :mod:`syne_dyhpo.core.trials`, the decision
-:mod:`syne_dyhpo.core.decision`. Behaviour of Syne Tune 0.16 this relies on: a resume gets no
+:mod:`syne_dyhpo.core.decision`, the new configurations on offer :mod:`syne_dyhpo.core.offers`,
+what it learns of its Tuner :mod:`syne_dyhpo.core.tuner_link`, the continuation after
+``Tuner.load`` :mod:`syne_dyhpo.core.restore`. Each callback takes one path, the decision log
+(:mod:`syne_dyhpo.core.decision_log`) observing it: with ``log_decisions=False`` its calls do
+nothing. Behaviour of Syne Tune 0.16 this relies on: a resume gets no
 ``on_trial_add`` callback, so a resumed trial is marked running inside ``suggest()``;
 ``suggest()`` returning None ends scheduling for good; PAUSE and STOP are followed by
 ``on_trial_remove``.
@@ -18,8 +22,6 @@ ends, late and stale reports) is :mod:`syne_dyhpo.core.trials`, the decision
 from __future__ import annotations
 
 import logging
-import math
-import sys
 import time
 from dataclasses import asdict
 from typing import Any, Sequence
@@ -44,11 +46,14 @@ from syne_dyhpo.core.checkpoints import PausedCheckpoints
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
+from syne_dyhpo.core.jobs import job_end, parse_result
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
+from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 from syne_dyhpo.core.restore import restore_tuner
 from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
+from syne_dyhpo.core.tuner_link import RetiredCheckpointRemoval, calling_tuner, log_folder
 from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
 
 logger = logging.getLogger(__name__)
@@ -174,8 +179,6 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.completion = completion
         self.promotion = promotion
         self.depth_gate = depth_gate
-        #: configurations offered again at the next decision, their keys and encodings
-        self._kept: tuple[list[dict[str, Any]], list[tuple], np.ndarray] | None = None
         self.max_resource_attr = max_resource_attr
         self.checkpoints = checkpoints
         self.policy = policy
@@ -183,7 +186,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
             raise ValueError(f"max_resource_attr '{max_resource_attr}' must not be a hyperparameter of config_space")
         self._sampler = CandidateSampler(self._encoder, candidates.configs)
-        self._points_to_evaluate = self._checked_points(points_to_evaluate)
+        self._offers = NewConfigOffers(self._encoder, self._sampler, candidates, points_to_evaluate)
         self._obs = Observations(max_t=self.max_t, do_minimize=self.do_minimize)
         self._lifecycle = TrialLifecycle(
             self._obs,
@@ -209,17 +212,14 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._checkpoints_to_delete: list[int] = []
         self._restore_pending = False  # True once unpickled, until restore() is done
         self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
-        self._last_row, self._last_decision = None, None  # the log's row of the last decision
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 
     def suggest(self) -> TrialSuggestion | None:
         """The next trial to run on a free worker: the oldest decision still waiting for one,
         else a fresh decision among paused trials and new configurations."""
-        if self._restore_pending:  # first call after Tuner.load: bring the backend back in step
-            self._restore_from_calling_tuner()
-        if not self._log.bound:  # the decision log's folder and clock: the calling Tuner's
-            self._bind_log(decision_log.find_tuner(sys._getframe(1)))
+        if self._restore_pending or not self._log.bound:  # first call of a session
+            self._join(calling_tuner())
         self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
             decision = self._pending.pop(0)
@@ -230,7 +230,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
                 self._log.carried_out(decision)
                 return self._start(decision.config)
             self._log.dropped(decision)
-        decision = self._decide(reporting=None)
+        decision = self._decide(reporting=None, started=time.perf_counter())
         if decision is None:
             logger.info("No paused trial and no new configuration left: nothing to suggest")
             return None
@@ -250,31 +250,26 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record.job_end = self.max_t if job_end is None else int(job_end)
 
     def on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
-        if not self._log.enabled:
-            return self._on_trial_result(trial, result)
         started = time.perf_counter()
-        record = self._obs.trials.get(trial.trial_id)
-        was_running = record is None or record.status is TrialStatus.RUNNING
-        num_rows = len(self._log.rows)
-        self._log.now(result)  # the clock of the result (simulator), for the rows it leads to
-        answer = self._on_trial_result(trial, result)
-        try:
-            decision_log.row_of_result(self, trial.trial_id, result, answer, was_running, num_rows, started)
-        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
-            logger.warning(f"Decision log: the row of a result failed ({type(err).__name__}: {err})")
-        return answer
-
-    def _on_trial_result(self, trial: Trial, result: dict[str, Any]) -> str:
         record = self._obs.trials.get(trial.trial_id)
         if record is None:  # started by someone else (e.g. a restored tuner): adopt it
             self.on_trial_add(trial)
             record = self._obs.trials[trial.trial_id]
-        epoch, value = self._parse_result(trial.trial_id, result)
+        was_running = record.status is TrialStatus.RUNNING  # else a late or stale report
+        self._log.result_arrived(result)
+        epoch, value = parse_result(trial.trial_id, result, self.metric, self.time_attr)
         check_epoch_within_max_t(record, epoch, self.max_t, self.time_attr)
         action = self._lifecycle.on_result(record, epoch, value)
         if action is not ResultAction.DECIDE:
+            if action is ResultAction.STOP and was_running:  # max_t, diverged, lost checkpoint
+                self._log.trial_ended(record.trial_id, record.last_epoch, record.status.value, started)
             return _ACTIONS[action]
-        decision = self._decide(reporting=record)
+        answer = self._answer(record, self._decide(reporting=record, started=started))
+        self._log.answered(answer, started)
+        return answer
+
+    def _answer(self, record: TrialRecord, decision: Decision | None) -> str:
+        """Carries out a decision made at the reporting trial's segment end: its answer."""
         if decision is not None and decision.kind is DecisionKind.RESUME and decision.trial_id == record.trial_id:
             self._lifecycle.extend(record)
             if record.job_end > record.last_epoch:
@@ -307,7 +302,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def callback_for_checkpoint_removal(self, stop_criterion) -> TunerCallback | None:
         """Syne Tune hook: the callback deleting checkpoints of retired trials (used by the
         Tuner when the backend has ``delete_checkpoints=True``)."""
-        return None if self.checkpoints.max_kept is None else _RetiredCheckpointRemoval(self)
+        return None if self.checkpoints.max_kept is None else RetiredCheckpointRemoval(self)
 
     def pop_checkpoints_to_delete(self) -> list[int]:
         """Trial ids retired since the last call: their checkpoints can be deleted."""
@@ -389,134 +384,48 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
 
     # ----- internals -------------------------------------------------------------------------
 
-    def _parse_result(self, trial_id: int, result: dict[str, Any]) -> tuple[int, float]:
-        for key in (self.metric, self.time_attr):
-            if key not in result:
-                raise ValueError(
-                    f"Result of trial_id {trial_id} has no '{key}' (reported keys: {sorted(result)}); "
-                    f"check metric='{self.metric}' and time_attr='{self.time_attr}'"
-                )
-        try:
-            value = float(result[self.metric])
-        except (TypeError, ValueError):
-            raise ValueError(f"trial_id {trial_id}: metric '{self.metric}' is not a number: {result[self.metric]!r}")
-        epoch_raw = result[self.time_attr]
-        try:
-            epoch_float = float(epoch_raw)
-        except (TypeError, ValueError):
-            raise ValueError(f"trial_id {trial_id}: '{self.time_attr}' is not a number: {epoch_raw!r}")
-        if not math.isfinite(epoch_float) or epoch_float != int(epoch_float) or epoch_float < 1:
-            raise ValueError(
-                f"trial_id {trial_id}: '{self.time_attr}' must be a whole number of epochs >= 1 "
-                f"(counted from 1), got {epoch_raw!r}"
-            )
-        return int(epoch_float), value
+    def _decide(self, reporting: TrialRecord | None, started: float) -> Decision | None:
+        """Asks the decision maker; retires the trials it ranked hopeless; logs the decision.
 
-    def _decide(self, reporting: TrialRecord | None) -> Decision | None:
-        """:meth:`_decide_unlogged`, and the decision's row in the decision log."""
-        if not self._log.enabled:
-            decision = self._decide_unlogged(reporting)
-            self._decider.last_scored = None
-            return decision
-        started = time.perf_counter()
-        before = decision_log.probe(self._decider, self.policy)
-        self._last_row, self._last_decision = None, None
-        decision = self._decide_unlogged(reporting)
-        try:
-            self._last_row, self._last_decision = decision_log.row_of_decision(
-                self, reporting, decision, before, started
-            )
-        except Exception as err:  # noqa: BLE001 - the log must never stop the tuning
-            logger.warning(f"Decision log: the row of a decision failed ({type(err).__name__}: {err})")
-        finally:
-            self._decider.last_scored = None  # the model and candidates are not kept
-        return decision
-
-    def _decide_unlogged(self, reporting: TrialRecord | None) -> Decision | None:
-        """Asks the decision maker; retires the trials it ranked hopeless."""
+        :param reporting: the reporting trial at its segment end (None: a free worker asks)
+        :param started: ``time.perf_counter()`` when the scheduler call began
+        """
         records = self._obs.with_status(TrialStatus.PAUSED)
         if reporting is not None:
             records.append(reporting)
         if self._new_trials_allowed:
-            new_configs, new_keys, new_x = self._offered_configs()
+            new_configs, new_keys, new_x = self._offers.offered(self._decider.rng)
         else:
             new_configs, new_keys, new_x = [], [], np.zeros((0, self._encoder.dim))
         point = self._next_point_to_evaluate()
         if point is not None:
-            return Decision.start(point)
-        num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
-        running = [r for r in self._obs.with_status(TrialStatus.RUNNING) if r is not reporting]
-        decision = self._decider.decide(
-            records, new_configs, new_x, num_started, running=running, num_workers=self._workers_seen
-        )
-        self._keep_best_new_configs(new_configs, new_keys, new_x, decision)
-        for trial_id in () if decision is None else decision.retire:
-            self._lifecycle.retire(self._obs.trials[trial_id])
-            self._checkpoints_to_delete.append(trial_id)
+            decision = Decision.start(point, epoch=self._lifecycle.segment_end(None), reason="points_to_evaluate")
+        else:
+            num_started = len(self._obs.trials) + sum(d.kind is DecisionKind.START for d in self._pending)
+            running = [r for r in self._obs.with_status(TrialStatus.RUNNING) if r is not reporting]
+            decision = self._decider.decide(
+                records, new_configs, new_x, num_started, running=running, num_workers=self._workers_seen
+            )
+            started_config = decision.config if decision is not None and decision.kind is DecisionKind.START else None
+            self._offers.keep_best(new_configs, new_keys, new_x, self._decider.new_config_values, started_config)
+            for trial_id in () if decision is None else decision.retire:
+                self._lifecycle.retire(self._obs.trials[trial_id])
+                self._checkpoints_to_delete.append(trial_id)
+        self._log.decided(decision, reporting, self._obs.trials, self.max_t, started)
         return decision
-
-    def _offered_configs(self) -> tuple[list[dict[str, Any]], list[tuple], np.ndarray]:
-        """New configurations for a decision, their keys and encodings: those kept from the
-        last one (still free), then fresh draws up to ``num_candidates``."""
-        if self._kept is None:
-            return self._sampler.propose_with_keys(self._decider.rng, self.candidates.num_candidates)
-        configs, keys, x = self._kept
-        free = [i for i, key in enumerate(keys) if self._sampler.is_free_key(key)]
-        on_offer = [keys[i] for i in free]
-        fresh, fresh_keys, fresh_x = self._sampler.propose_with_keys(
-            self._decider.rng, self.candidates.num_candidates - len(free), exclude=frozenset(on_offer)
-        )
-        return [configs[i] for i in free] + fresh, on_offer + fresh_keys, np.concatenate([x[free], fresh_x])
-
-    def _keep_best_new_configs(
-        self, new_configs: list[dict[str, Any]], new_keys: list[tuple], new_x: np.ndarray, decision: Decision | None
-    ) -> None:
-        """Keeps the ``candidates.num_kept`` new configurations the acquisition scored highest
-        (the one to be started excepted); a decision made without the acquisition (completion,
-        promotion, random start) keeps those kept before."""
-        values = self._decider.new_config_values
-        if self.candidates.num_kept == 0 or values is None or len(values) != len(new_configs):
-            return
-        started = decision.config if decision is not None and decision.kind is DecisionKind.START else None
-        order = [i for i in np.argsort(-values, kind="stable") if new_configs[i] is not started][: self.candidates.num_kept]
-        self._kept = ([new_configs[i] for i in order], [new_keys[i] for i in order], new_x[order])
-
-    def _checked_points(self, points: Sequence[dict[str, Any]] | None) -> list[dict[str, Any]]:
-        if points is None:
-            return []
-        if isinstance(points, dict) or not all(isinstance(p, dict) for p in points):
-            raise ValueError(f"points_to_evaluate must be a list of configurations (dicts), got {points!r}")
-        checked = []
-        for i, point in enumerate(points):
-            self._encoder.validate(point, where=f"points_to_evaluate[{i}]")
-            config = self._encoder.complete(dict(point))
-            if self._sampler.finite and self._encoder.key(config) not in self._sampler.keys():
-                raise ValueError(f"points_to_evaluate[{i}] = {point} is not one of the candidate configurations")
-            checked.append(config)
-        return checked
 
     def _next_point_to_evaluate(self) -> dict[str, Any] | None:
         """The first of ``points_to_evaluate`` not started yet (and not already decided on)."""
         if not self._new_trials_allowed:
             return None
         decided = {self._encoder.key(d.config) for d in self._pending if d.kind is DecisionKind.START}
-        for point in self._points_to_evaluate:
-            key = self._encoder.key(point)
-            if self._sampler.is_free(point) and key not in decided:
-                return point
-        return None
+        return self._offers.next_point(decided)
 
     def _job_end(self, segment_end: int) -> int:
-        """Epoch at which a job (re)started now is told to stop (``max_resource_attr``): its
-        segment end while configurations are plentiful, else ``max_t`` (see the class
-        docstring: with few or no new configurations left, a free worker may find nothing to
-        run, and Syne Tune stops asking)."""
+        """Epoch at which a job (re)started now is told to stop (:func:`~syne_dyhpo.core.jobs.job_end`)."""
         if self.max_resource_attr is None:
             return self.max_t
-        free = self._sampler.num_free()
-        if free is not None and free <= max(8, 4 * self._workers_seen):
-            return self.max_t
-        return segment_end
+        return job_end(segment_end, self.max_t, self._sampler.num_free(), self._workers_seen)
 
     def _start(self, config: dict[str, Any]) -> TrialSuggestion:
         self._sampler.mark_used(config)
@@ -562,12 +471,25 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         if tuner is None:
             self._log.bind(None)
             return
-        from syne_tune.constants import ST_TUNER_START_TIMESTAMP
+        self.attach_decision_log(**log_folder(tuner))
 
-        self.attach_decision_log(
-            str(tuner.tuner_path), tuner.metadata.get(ST_TUNER_START_TIMESTAMP), backend=tuner.trial_backend,
-            n_workers=tuner.n_workers,
-        )
+    def _join(self, tuner) -> None:
+        """The first call of a session (a fresh run, or the first after ``Tuner.load``) met the
+        Tuner running it (None: no Tuner): the decision log is written into its experiment
+        folder, and a loaded scheduler's trials are restored (:meth:`restore`)."""
+        if self._restore_pending and tuner is not None:
+            self.restore(tuner)  # binds the log too
+            return
+        if self._restore_pending:
+            self._restore_pending = False
+            interrupted = [r.trial_id for r in self._obs.with_status(TrialStatus.INTERRUPTED)]
+            if interrupted:
+                logger.warning(
+                    f"Trials {interrupted} were running when this scheduler was saved; no Syne Tune Tuner "
+                    "called suggest(), so they stay interrupted. Call scheduler.restore(tuner) after "
+                    "loading to resume them"
+                )
+        self._bind_log(tuner)
 
     # ----- continuing a saved tuner (Tuner.load) ---------------------------------------------
 
@@ -620,51 +542,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         archive_id = self._obs.new_archive_id()
         record = self._obs.add_trial(archive_id, dict(config), self._encoder.encode(config))
         for result in results:
-            epoch, value = self._parse_result(archive_id, result)
+            epoch, value = parse_result(archive_id, result, self.metric, self.time_attr)
             self._obs.add_result(archive_id, epoch, value)
         record.status = TrialStatus.FINISHED if record.last_epoch >= self.max_t else TrialStatus.COMPLETED
         self._sampler.mark_used(config)
         return record
-
-    def _restore_from_calling_tuner(self) -> None:
-        """Runs :meth:`restore` for the Syne Tune ``Tuner`` whose loop called :meth:`suggest`.
-        Syne Tune 0.16 hands a scheduler no reference to its tuner or backend, and after
-        ``Tuner.load`` the first call the scheduler gets is ``suggest()`` from
-        ``Tuner._schedule_new_task`` (directly, or through a wrapping scheduler): the tuner is
-        found among the callers' frames. Without one, interrupted trials stay INTERRUPTED (kept,
-        never resumed: the backend would refuse)."""
-        from syne_tune import Tuner
-
-        frame = sys._getframe(1)
-        for _ in range(8):
-            frame = frame.f_back
-            if frame is None:
-                break
-            caller = frame.f_locals.get("self")
-            if isinstance(caller, Tuner):
-                self.restore(caller)
-                return
-        self._restore_pending = False
-        interrupted = [r.trial_id for r in self._obs.with_status(TrialStatus.INTERRUPTED)]
-        if interrupted:
-            logger.warning(
-                f"Trials {interrupted} were running when this scheduler was saved; no Syne Tune Tuner "
-                "called suggest(), so they stay interrupted. Call scheduler.restore(tuner) after "
-                "loading to resume them"
-            )
-
-
-class _RetiredCheckpointRemoval(TunerCallback):
-    """Deletes the checkpoints of trials the scheduler retired (see ``PausedCheckpoints.max_kept``)."""
-
-    def __init__(self, scheduler: FreezeThawScheduler):
-        self._scheduler = scheduler
-        self._backend = None
-
-    def on_tuning_start(self, tuner):
-        self._backend = tuner.trial_backend
-
-    def on_loop_end(self):
-        for trial_id in self._scheduler.pop_checkpoints_to_delete():
-            self._backend.delete_checkpoint(trial_id)
-            logger.info(f"Deleted checkpoint of retired trial_id {trial_id}")

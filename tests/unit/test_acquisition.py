@@ -96,18 +96,22 @@ def test_dyhpo_acquisition_uses_per_budget_incumbent():
     assert ei[0] > ei[1] == pytest.approx(ei[2])
 
 
-def test_the_fitted_model_keeps_what_the_acquisition_last_predicted():
+def test_the_acquisition_returns_the_prediction_behind_its_values():
     obs = observations_two_trials()
     model = fixed_model([0.75, 0.65], [0.1, 0.2])
-    assert model.prediction is None  # nothing scored yet
     policy = SurrogatePolicy(model.surrogate, MaxBudgetLogEI.from_observations, FitSchedule(refine_every=1))
-    policy.score(model, candidates([1, 2]), obs)
-    budgets, mean, std = model.prediction
+    scored = policy.score(model, candidates([1, 2]), obs)
     # Deep Power Law's acquisition asks at max_t for every candidate (the decision log's
     # pred_mean_max_t), DyHPO's at each candidate's next budget
-    assert budgets.tolist() == [4, 4] and mean.tolist() == [0.75, 0.65] and std.tolist() == [0.1, 0.2]
-    MultiFidelityLogEI.from_observations(model, obs)(candidates([1, 3]))
-    assert model.prediction[0].tolist() == [1, 3]
+    assert scored.budgets.tolist() == [4, 4] and scored.mean.tolist() == [0.75, 0.65]
+    assert scored.std.tolist() == [0.1, 0.2]
+    assert scored.values.tolist() == MaxBudgetLogEI.from_observations(model, obs)(candidates([1, 2])).tolist()
+    dyhpo = MultiFidelityLogEI.from_observations(model, obs).evaluate(candidates([1, 3]))
+    assert dyhpo.budgets.tolist() == [1, 3]
+    # the winner's prediction in the metric's units, through the outcome transform
+    model.transform.loc, model.transform.scale = 2.0, 0.5
+    prediction = dyhpo.prediction(1, sign=-1.0)
+    assert (prediction.epoch, prediction.mean, prediction.std) == (3, -(2.0 + 0.5 * 0.65), 0.5 * 0.2)
 
 
 def test_dyhpo_acquisition_minimising_flips_direction():

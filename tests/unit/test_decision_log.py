@@ -7,6 +7,7 @@ from __future__ import annotations
 import pickle
 from datetime import datetime
 
+import numpy as np
 import pandas as pd
 import pytest
 from syne_tune.backend.trial_status import Trial
@@ -230,3 +231,115 @@ def test_a_start_given_up_by_a_front_end_is_written_as_dropped(tmp_path):
     assert on_disk["decision"].tolist()[:len(on_disk)] == log["decision"].tolist()[:len(on_disk)]
     scheduler.start_given_up(kept.config)  # nothing left to give up: no change
     assert len(pd.read_csv(tmp_path / LOG_FILENAME)) == len(on_disk)
+
+
+@pytest.mark.parametrize("cls", [DyHPO, DeepPowerLaw])
+def test_each_decision_says_why_and_its_row_says_the_same(cls):
+    """The decision maker's Decision carries the rule, the fit, the winner's and runner-up's
+    acquisition values and the prediction behind the winner's; the log's rows are those
+    values, nothing read elsewhere."""
+    scheduler = make(cls)
+    decisions, scored = [], []
+    decide, score = scheduler._decider.decide, scheduler.policy.score
+
+    def recording_decide(*args, **kwargs):
+        scored.append(None)
+        decisions.append(decide(*args, **kwargs))
+        return decisions[-1]
+
+    def recording_score(model, *args, **kwargs):
+        answer = score(model, *args, **kwargs)
+        scored[-1] = (answer, model.transform.loc, model.transform.scale)
+        return answer
+
+    scheduler._decider.decide, scheduler.policy.score = recording_decide, recording_score
+    Driver(scheduler).run(24)
+    by_acquisition = [(d, s) for d, s in zip(decisions, scored) if d is not None and d.reason == "acquisition"]
+    assert len(by_acquisition) >= 5
+    for decision, (answer, loc, scale) in by_acquisition:
+        values = answer.values
+        i = int(np.flatnonzero(values == decision.acquisition)[0])
+        assert decision.acquisition == values.max() and decision.runner_up == np.max(np.delete(values, i))
+        assert decision.fit in ("scratch", "refine", "rescale", "condition", "cached")
+        p = decision.prediction
+        assert p.epoch == answer.budgets[i] == (decision.epoch if cls is DyHPO else MAX_T)
+        assert (p.mean, p.std) == (-(loc + scale * answer.mean[i]), scale * answer.std[i])  # a loss
+    log = scheduler.decision_log()
+    made = log[log["reason"].isin(["initial_random", "random", "completion", "sh_promotion", "acquisition"])]
+    logged = [d for d in decisions if d is not None]
+    assert made["reason"].tolist() == [d.reason for d in logged]
+    assert made["next_epoch"].tolist() == [d.epoch for d in logged]
+    assert made["fit"].tolist() == [d.fit or "" for d in logged]
+    acquired = made[made["reason"] == "acquisition"]
+    assert acquired["acquisition"].tolist() == [d.acquisition for d, _ in by_acquisition]
+    assert acquired["runner_up"].tolist() == [d.runner_up for d, _ in by_acquisition]
+    predicted = "pred_mean" if cls is DyHPO else "pred_mean_max_t"
+    assert acquired[predicted].tolist() == [d.prediction.mean for d, _ in by_acquisition]
+
+
+def test_the_log_reads_a_decision_and_the_arguments_it_is_given():
+    from types import SimpleNamespace
+
+    from syne_dyhpo.core.acquisition_protocol import Prediction
+    from syne_dyhpo.core.decision import Decision
+
+    log = DecisionLog()
+    reporting = SimpleNamespace(trial_id=3, last_epoch=4)
+    trials = {7: SimpleNamespace(last_epoch=2)}
+    ahead = Decision.resume(3, retire=(7,), epoch=5, reason="acquisition", fit="refine", acquisition=-1.0,
+                            runner_up=-2.5, prediction=Prediction(5, 0.3, 0.1))
+    log.result_arrived({"st_tuner_time": 9.0})
+    log.decided(ahead, reporting, trials, max_t=10, started=0.0)
+    log.answered("PAUSE", started=0.0)  # the job stops at its segment end: resumed at once
+    at_max_t = Decision.start({"x": 1}, epoch=1, reason="acquisition", fit="cached", acquisition=0.5,
+                              prediction=Prediction(10, 0.2, 0.05))
+    log.decided(at_max_t, None, trials, max_t=10, started=0.0)
+    rows = log.records()
+    assert [{k: r[k] for k in ("time", "trial_id", "epoch", "action", "next", "next_trial_id", "next_epoch",
+                               "reason", "acquisition", "runner_up", "pred_mean", "pred_std", "pred_mean_max_t",
+                               "fit")} for r in rows] == [
+        {"time": 9.0, "trial_id": 3, "epoch": 4, "action": "PAUSE", "next": "resume", "next_trial_id": 3,
+         "next_epoch": 5, "reason": "acquisition", "acquisition": -1.0, "runner_up": -2.5, "pred_mean": 0.3,
+         "pred_std": 0.1, "pred_mean_max_t": None, "fit": "refine"},
+        {"time": 9.0, "trial_id": 7, "epoch": 2, "action": "", "next": "nothing", "next_trial_id": None,
+         "next_epoch": None, "reason": "retired", "acquisition": None, "runner_up": None, "pred_mean": None,
+         "pred_std": None, "pred_mean_max_t": None, "fit": ""},
+        {"time": 9.0, "trial_id": None, "epoch": None, "action": "", "next": "start", "next_trial_id": None,
+         "next_epoch": 1, "reason": "acquisition", "acquisition": 0.5, "runner_up": None, "pred_mean": None,
+         "pred_std": None, "pred_mean_max_t": 0.2, "fit": "cached"},
+    ]
+    quiet = DecisionLog(enabled=False)
+    quiet.result_arrived({"st_tuner_time": 9.0})
+    quiet.decided(ahead, reporting, trials, max_t=10, started=0.0)
+    quiet.answered("PAUSE", started=0.0)
+    quiet.trial_ended(3, 4, "finished", started=0.0)
+    assert quiet.rows == [] and quiet.now() != 9.0
+
+
+def test_the_scheduler_calls_its_log_the_same_way_on_or_off(monkeypatch):
+    """One path through the scheduler: with ``log_decisions=False`` the log is called as
+    when it is on, and does nothing."""
+    calls = {True: [], False: []}
+    for name in ("result_arrived", "decided", "answered", "trial_ended"):
+        original = getattr(DecisionLog, name)
+
+        def spy(self, *args, _name=name, _original=original, **kwargs):
+            calls[self.enabled].append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(DecisionLog, name, spy)
+    on, off = make(DyHPO), make(DyHPO, log_decisions=False)
+    assert Driver(on).run(20).calls == Driver(off).run(20).calls
+    assert calls[True] == calls[False] and {"decided", "answered", "trial_ended"} <= set(calls[True])
+    assert off.decision_log().empty and not on.decision_log().empty
+
+
+def test_a_failing_log_is_a_warning_and_changes_no_decision(monkeypatch, caplog):
+    without = Driver(make(DyHPO, log_decisions=False)).run(20).calls
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(DecisionLog, "add", broken)
+    assert Driver(make(DyHPO)).run(20).calls == without
+    assert "Decision log: the row of a decision failed (RuntimeError: disk full)" in caplog.text
