@@ -410,7 +410,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             # Ray asks at every step of its loop: once the core had nothing to do, it is asked
             # again only when that may have changed (its log would fill with "nothing" rows)
             obs = self.core.observations
-            state = (obs.num_observations, self.core.num_running(), len(obs.with_status(TrialStatus.PAUSED)), may_start_new)
+            num_paused = len(obs.with_status(TrialStatus.PAUSED))
+            state = (obs.num_observations, self.core.num_running(), num_paused, may_start_new)
             if state == self._nothing_at:
                 return
             self.core.allow_new_trials(may_start_new)

@@ -289,7 +289,8 @@ class InterruptMidRun(tune.Callback):
         mid_curve = {s for s, e in state.values() if 1 <= e < SHORT_EPOCHS}
         if {"PAUSED", "RUNNING"} <= mid_curve:
             handler = signal.getsignal(signal.SIGINT)
-            assert getattr(handler, "__name__", "") == "signal_interrupt_tune_run", f"Ray's SIGINT handler is not installed: {handler}"
+            installed = getattr(handler, "__name__", "") == "signal_interrupt_tune_run"
+            assert installed, f"Ray's SIGINT handler is not installed: {handler}"
             self.at_interrupt = state
             self.marker.touch()
             os.kill(os.getpid(), signal.SIGINT)
@@ -343,7 +344,8 @@ def test_restored_run_resumes_its_trials_from_their_checkpoints_and_logs_a_new_s
     # decision of session 0 carried out or dropped after the restore is written then)
     log = pd.read_csv(tmp_path / "exp" / "decision_log.csv")
     assert set(log["session"]) == {0, 1}
-    assert not log.duplicated(["session", "decision"]).any(), log[log.duplicated(["session", "decision"], keep=False)]
+    duplicated = log.duplicated(["session", "decision"], keep=False)
+    assert not duplicated.any(), log[duplicated]
     for _, rows in log.groupby("session"):
         assert sorted(rows["decision"]) == list(range(len(rows)))
     session1 = log[log["session"] == 1]
