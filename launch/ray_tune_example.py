@@ -5,10 +5,12 @@ Local Ray instance (default)::
 
     python launch/ray_tune_example.py --method dyhpo --num-samples 20 --max-epochs 20
 
-Existing Ray cluster (every node needs torch, scikit-learn and syne-dyhpo[ray])::
+Existing Ray cluster (every node needs torch, scikit-learn and syne-dyhpo[ray]; the storage
+path must be shared by all nodes, a shared filesystem or cloud storage, since a paused trial may
+resume on another node)::
 
-    python launch/ray_tune_example.py --address auto            # on a cluster node
-    python launch/ray_tune_example.py --address ray://head:10001  # Ray Client
+    python launch/ray_tune_example.py --address auto --storage-path /mnt/shared/ray_results  # on a cluster node
+    python launch/ray_tune_example.py --address ray://head:10001 --storage-path s3://bucket/ray_results  # Ray Client
 
 One Ray training iteration is one epoch: the trainable (launch/train_mlp.py's training loop)
 reports ``epoch`` and ``val_accuracy`` with a checkpoint (model, optimizer, LR schedule, RNG
@@ -89,7 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-concurrent", type=positive_int, default=None, help="trials at once (default: CPUs of the cluster)")
     parser.add_argument("--cpus-per-trial", type=positive_number, default=1.0)
     parser.add_argument("--seed", type=seed, default=0)
-    parser.add_argument("--storage-path", default=None, help="Ray results folder (default: ~/ray_results)")
+    parser.add_argument(
+        "--storage-path",
+        default=None,
+        help="Ray results folder (default: ~/ray_results); on a cluster, a shared filesystem or cloud storage (s3://...)",
+    )
     return parser
 
 

@@ -44,12 +44,19 @@ counting from 1) after every epoch, with a checkpoint, and resume from
 The config space is a Syne Tune one (``syne_tune.config_space``); Ray search-space domains
 (``ray.tune.uniform`` ...) are converted by :func:`config_space_from_ray`. Ray is an optional
 dependency: ``pip install syne-dyhpo[ray]``.
+
+An interrupted run (Ctrl+C, a crashed driver) continues with ``ray.tune.Tuner.restore(path,
+trainable)``: Ray saves the searcher with its experiment state, and the searcher saves the whole
+scheduler, core included (:meth:`FreezeThawRayScheduler.save`). The restored scheduler resumes
+the paused and interrupted trials from their last checkpoints, keeps counting ``max_num_trials``
+and ``max_total_epochs`` over both runs, and its decision log continues with a new ``session``.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import pickle
 import time
 from datetime import datetime
 from typing import Any, Callable
@@ -73,6 +80,7 @@ from syne_tune.backend.trial_status import Trial as SyneTrial
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
 from syne_dyhpo.checks import checked_integer
+from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 
 logger = logging.getLogger(__name__)
@@ -89,9 +97,10 @@ class FreezeThawRayScheduler(RayTrialScheduler):
     decisions are made by a Syne Tune :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`.
 
     Use it together with its paired searcher (:attr:`searcher`), most simply through
-    :meth:`tune_config`. Do not set ``max_concurrent_trials`` in Ray's ``TuneConfig``: Ray's
-    ``ConcurrencyLimiter`` counts paused trials as live and would block new configurations;
-    use ``max_concurrent`` here instead.
+    :meth:`tune_config`. Limit the trials running at once with ``max_concurrent`` here. Ray's
+    ``TuneConfig(max_concurrent_trials=...)`` is accepted only if it equals ``max_concurrent``
+    (the searcher then does the limiting: Ray's ``ConcurrencyLimiter`` would count paused
+    trials as running and block the run).
 
     :param scheduler: the core, e.g. :class:`~syne_dyhpo.DyHPO` (without ``max_resource_attr``).
         All policy decisions are its own; this class only translates events
@@ -149,6 +158,12 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         self.num_resumes = 0
         self._log_attached = False
         self._started_at: float | None = None  # time.time() of the first decision
+        self._restored = False  # unpickled by restore(): the core's restore hook is due
+        self._requeued: set[str] | None = None  # trials Ray handed back after restore()
+        #: restored trials whose last checkpoint Ray knows is behind their last result: the
+        #: epochs they train again up to that result (int id -> last epoch the core has)
+        self._replaying: dict[int, int] = {}
+        self._nothing_at: tuple | None = None  # the state in which the core last had nothing to do
         #: (trial id, epoch it was paused after, first epoch reported after the resume)
         self.resume_log: list[tuple[int, int, int]] = []
 
@@ -172,21 +187,68 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         searcher is 1, which serialises trial starts and resumes.
 
         :param kwargs: further ``TuneConfig`` arguments (e.g. ``time_budget_s``,
-            ``reuse_actors``); ``max_concurrent_trials`` is refused
+            ``reuse_actors``); ``max_concurrent_trials`` only if it equals ``max_concurrent``
         """
-        if kwargs.get("max_concurrent_trials") is not None:
-            raise ValueError("Pass max_concurrent to FreezeThawRayScheduler, not max_concurrent_trials to TuneConfig")
+        self._check_max_concurrent_trials(kwargs.get("max_concurrent_trials"))
         kwargs.setdefault("num_samples", -1)
-        # Ray starts at most TUNE_MAX_PENDING_TRIALS_PG trials (actors) at a time, 1 for custom
-        # searchers: with one-epoch segments, trial starts would then be serialised
-        os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(self.max_concurrent))
+        self._set_max_pending_trials()
         return TuneConfig(
             metric=self.core.metric, mode=self.mode, search_alg=self._searcher, scheduler=self, **kwargs
         )
 
     def set_search_properties(self, metric: str | None, mode: str | None, **spec: Any) -> bool:
         _check_metric_mode(self.core, metric, mode)
+        self._set_max_pending_trials()  # Ray calls this before it reads the variable
         return True
+
+    def _set_max_pending_trials(self) -> None:
+        """Ray starts at most ``TUNE_MAX_PENDING_TRIALS_PG`` trials (actors) at a time, 1 for a
+        custom searcher: with one-epoch segments, starts and resumes would be serialised. Set to
+        ``max_concurrent`` unless the environment sets it already."""
+        os.environ.setdefault("TUNE_MAX_PENDING_TRIALS_PG", str(self.max_concurrent))
+
+    def _check_max_concurrent_trials(self, max_concurrent_trials: int | None) -> None:
+        if max_concurrent_trials is not None and max_concurrent_trials != self.max_concurrent:
+            raise ValueError(
+                f"TuneConfig(max_concurrent_trials={max_concurrent_trials}) differs from the freeze-thaw "
+                f"scheduler's max_concurrent={self.max_concurrent}: set the number of trials running at "
+                "once with max_concurrent of the scheduler (e.g. ray_scheduler(..., max_concurrent="
+                f"{max_concurrent_trials})) and leave max_concurrent_trials unset"
+            )
+
+    # ----- Ray Tune's experiment checkpoints (Tuner.restore) -----------------------------------
+
+    def save(self, checkpoint_path: str) -> None:
+        """Writes this scheduler's whole state (core, trials, decision log) to
+        ``checkpoint_path``. Ray calls it through the paired searcher with every experiment
+        checkpoint (``Searcher.save``), into the experiment folder.
+
+        :param checkpoint_path: file to write
+        """
+        state = {k: v for k, v in self.__dict__.items() if k != "_searcher"}
+        with open(checkpoint_path, "wb") as f:
+            pickle.dump(state, f)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Takes the state written by :meth:`save`; Ray calls it through the paired searcher in
+        ``Tuner.restore``, before it hands back the experiment's trials (``on_trial_add``). The
+        trials running when the state was saved are resumable again at the epoch after their last
+        result (Ray restarts every unfinished trial from its last checkpoint, when this scheduler
+        chooses it), and the decision log continues with a new session.
+
+        :param checkpoint_path: file written by :meth:`save`
+        """
+        with open(checkpoint_path, "rb") as f:
+            state = pickle.load(f)
+        self.__dict__.update(state)
+        # Ray restarted: nothing is being paused or resumed, every unfinished trial is PENDING
+        self._to_resume.clear()
+        self._pausing.clear()
+        self._log_attached = False  # the restored experiment's folder, told by its first trial
+        self._started_at = time.time()  # the log's clock restarts with each session
+        self._nothing_at = None
+        self._restored = True
+        self._requeued = set()
 
     # ----- Ray TrialScheduler callbacks --------------------------------------------------------
 
@@ -200,11 +262,25 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         local = getattr(storage.storage_filesystem, "type_name", "local") == "local"
         folder = storage.experiment_fs_path if local else storage.experiment_driver_staging_path
         self.core.attach_decision_log(folder, start_timestamp=self._started_at, n_workers=self.max_concurrent)
+        self._continue_restored_run()
+
+    def _continue_restored_run(self) -> None:
+        """After :meth:`restore`: the core's restore hook (new log session; the trials running at
+        the save become paused, resumed from the epoch after their last result)."""
+        if not self._restored:
+            return
+        self._restored = False
+        for int_id in self.core.restore_interrupted():
+            self._paused_at[int_id] = self.core.observations.trials[int_id].last_epoch
 
     def on_trial_add(self, tune_controller: Any, trial: RayTrial) -> None:
         if not self._log_attached:
             self._attach_decision_log(trial)
         if trial.trial_id in self._int_id:
+            if self._requeued is not None:  # handed back by Ray's restore, PENDING
+                self._requeued.add(trial.trial_id)
+                _drop_stale_decisions(tune_controller, trial)
+                self._replay_from_checkpoint(self._int_id[trial.trial_id], trial)
             return
         config = self._handed_out.pop(trial.trial_id, None)
         if config is None:  # not suggested by us (e.g. a restored experiment): adopt it
@@ -215,10 +291,31 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         self._stubs[int_id] = SyneTrial(trial_id=int_id, config=dict(config), creation_time=datetime.now())
         self.core.on_trial_add(self._stubs[int_id])
 
+    def _replay_from_checkpoint(self, int_id: int, trial: RayTrial) -> None:
+        """Ray registers a reported checkpoint only after the scheduler answered its result, so
+        an experiment saved in between (an interrupt) holds a trial whose last checkpoint is an
+        epoch behind its last result (none at all after its first epoch). Restored, the trial
+        trains those epochs again: they are answered CONTINUE without reaching the core, which
+        has them already."""
+        record = self.core.observations.trials.get(int_id)
+        checkpoint = getattr(trial, "latest_checkpoint_result", None)
+        if checkpoint is None:
+            epoch = 0  # Ray restarts it from scratch
+        elif self.core.time_attr in (checkpoint.metrics or {}):
+            epoch = int(checkpoint.metrics[self.core.time_attr])
+        else:
+            return  # the checkpoint's epoch is unknown (metrics not stored)
+        if record is not None and epoch < record.last_epoch:
+            self._replaying[int_id] = record.last_epoch
+
     def on_trial_result(self, tune_controller: Any, trial: RayTrial, result: dict[str, Any]) -> str:
         if trial.trial_id not in self._int_id:
             self.on_trial_add(tune_controller, trial)
         int_id = self._int_id[trial.trial_id]
+        if int_id in self._replaying and self.core.time_attr in result:
+            if int(result[self.core.time_attr]) <= self._replaying[int_id]:
+                return RayTrialScheduler.CONTINUE  # trained again from an older checkpoint
+            del self._replaying[int_id]
         if int_id in self._paused_at and self.core.time_attr in result:
             self.resume_log.append((int_id, self._paused_at.pop(int_id), int(result[self.core.time_attr])))
             self.num_resumes += 1
@@ -255,6 +352,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             self._stop_paused_trials(tune_controller)
             return None
         self.make_decisions()
+        if self._requeued is not None:
+            self._hold_requeued_trials(tune_controller)
         for int_id in list(self._to_resume):
             trial = tune_controller.get_trial(self._ray_id[int_id])
             status = None if trial is None else trial.status
@@ -269,6 +368,22 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             if status != RayTrial.RUNNING:  # ended meanwhile: never resumable again
                 self.core.end_trial(int_id)
         return None
+
+    def _hold_requeued_trials(self, tune_controller: Any) -> None:
+        """After :meth:`restore`, Ray hands back every unfinished trial as PENDING, and it starts
+        PENDING trials by itself: those the core did not decide to resume are set to PAUSED
+        (resumed when it decides so), those it ended are stopped."""
+        requeued, self._requeued = self._requeued, None
+        for ray_id in requeued:
+            trial = tune_controller.get_trial(ray_id)
+            int_id = self._int_id[ray_id]
+            if trial is None or trial.status != RayTrial.PENDING or int_id in self._to_resume:
+                continue
+            status = self.core.trial_status(int_id)
+            if status in (TrialStatus.PAUSED, TrialStatus.RETIRED):
+                tune_controller._set_trial_status(trial, RayTrial.PAUSED)
+            else:
+                tune_controller.stop_trial(trial)
 
     def debug_string(self) -> str:
         counts = self.core.observations.metadata()["status_counts"]
@@ -289,11 +404,20 @@ class FreezeThawRayScheduler(RayTrialScheduler):
             return
         if self._started_at is None:
             self._started_at = time.time()
+        self._continue_restored_run()  # restored without trials: no on_trial_add came
         while self._free_slots() > 0:
             may_start_new = self._may_start_new()
+            # Ray asks at every step of its loop: once the core had nothing to do, it is asked
+            # again only when that may have changed (its log would fill with "nothing" rows)
+            obs = self.core.observations
+            num_paused = len(obs.with_status(TrialStatus.PAUSED))
+            state = (obs.num_observations, self.core.num_running(), num_paused, may_start_new)
+            if state == self._nothing_at:
+                return
             self.core.allow_new_trials(may_start_new)
             suggestion = self.core.suggest()
             if suggestion is None:
+                self._nothing_at = state
                 if may_start_new:
                     self._pool_exhausted = True  # finite candidate set used up
                 return
@@ -330,23 +454,30 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         return self.max_total_epochs is not None and self.core.observations.num_observations >= self.max_total_epochs
 
     def _forget_resume(self, int_id: int) -> None:
+        self._replaying.pop(int_id, None)
         if int_id in self._to_resume:
             self._to_resume.remove(int_id)
         self._pausing.discard(int_id)
         self._paused_at.pop(int_id, None)
 
     def _stop_paused_trials(self, tune_controller: Any) -> None:
+        """Once the epoch budget is spent: stops every paused or pending trial (Ray ends a run
+        only when no trial is left to run), at each call those answered PAUSE before and still
+        saving their checkpoint then."""
         if self._budget_stop_done:
-            return
-        self._budget_stop_done = True
-        for config in self._new_configs:  # decided, never to be started: their log rows end
-            self.core.start_given_up(config)
-        self._new_configs.clear()
-        self.core.drop_pending()  # decided on a result, never to be carried out
-        for int_id, ray_id in self._ray_id.items():
-            trial = tune_controller.get_trial(ray_id)
+            candidates = list(self._pausing)
+        else:
+            self._budget_stop_done = True
+            for config in self._new_configs:  # decided, never to be started: their log rows end
+                self.core.start_given_up(config)
+            self._new_configs.clear()
+            self.core.drop_pending()  # decided on a result, never to be carried out
+            candidates = list(self._ray_id)
+        for int_id in candidates:
+            trial = tune_controller.get_trial(self._ray_id[int_id])
             if trial is not None and trial.status in (RayTrial.PAUSED, RayTrial.PENDING):
-                logger.info(f"Epoch budget spent: stopping paused trial {ray_id}")
+                logger.info(f"Epoch budget spent: stopping paused trial {trial.trial_id}")
+                self._pausing.discard(int_id)
                 tune_controller.stop_trial(trial)
 
     # ----- results -----------------------------------------------------------------------------
@@ -384,6 +515,22 @@ class FreezeThawRaySearcher(RaySearcher):
         super().__init__(metric=scheduler.core.metric, mode=scheduler.mode)
         self.scheduler = scheduler
 
+    def set_max_concurrency(self, max_concurrent: int) -> bool:
+        """Called by Ray's ``ConcurrencyLimiter`` (``TuneConfig(max_concurrent_trials=...)``):
+        the scheduler limits the trials running at once itself (``max_concurrent``), so the
+        limiter stands aside (True). A different limit is refused: the limiter would count paused
+        trials as running and block the run."""
+        self.scheduler._check_max_concurrent_trials(max_concurrent)
+        return True
+
+    def save(self, checkpoint_path: str) -> None:
+        """Ray's experiment checkpoint: the paired scheduler's state (:meth:`FreezeThawRayScheduler.save`)."""
+        self.scheduler.save(checkpoint_path)
+
+    def restore(self, checkpoint_path: str) -> None:
+        """``Tuner.restore``: the paired scheduler's state (:meth:`FreezeThawRayScheduler.restore`)."""
+        self.scheduler.restore(checkpoint_path)
+
     def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
         _check_metric_mode(self.scheduler.core, metric, mode)
         unresolved = [k for k, v in (config or {}).items() if isinstance(v, ray_sample.Domain)]
@@ -400,6 +547,16 @@ class FreezeThawRaySearcher(RaySearcher):
 
     def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
         pass  # the scheduler receives the same event
+
+
+def _drop_stale_decisions(tune_controller: Any, trial: RayTrial) -> None:
+    """Ray's restored controller keeps the decisions it had deferred for trials that were saving
+    a checkpoint when the experiment was saved (e.g. our PAUSE), and would carry them out on the
+    trial restarted from its checkpoint, at its first report: they are dropped."""
+    for name in ("_cached_trial_decisions", "_queued_trial_decisions"):
+        decisions = getattr(tune_controller, name, None)
+        if isinstance(decisions, dict):
+            decisions.pop(trial.trial_id, None)
 
 
 def _check_metric_mode(core: FreezeThawScheduler, metric: str | None, mode: str | None) -> None:

@@ -530,6 +530,26 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self._log.add(now, trial_id, reason="archived")
         return done
 
+    def restore_interrupted(self) -> list[int]:
+        """Restore hook of front ends that restart interrupted trials from their checkpoints
+        themselves (Ray Tune's ``Tuner.restore``), called after unpickling instead of
+        :meth:`restore`: the decision log starts a new session, and the trials that were running
+        when this scheduler was saved become resumable at the epoch after their last result,
+        where their checkpoint is.
+
+        :return: ids of the trials made resumable
+        """
+        self._restore_pending = False
+        self._log.new_session()
+        now = self._log.now()
+        resumable = []
+        for record in self._obs.with_status(TrialStatus.INTERRUPTED):
+            self._lifecycle.restore(record)
+            if record.status is TrialStatus.PAUSED:
+                resumable.append(record.trial_id)
+                self._log.add(now, record.trial_id, record.last_epoch, reason="restored")
+        return resumable
+
     def archive_unsaved_trial(self, config: dict[str, Any], results: Sequence[dict[str, Any]]) -> TrialRecord:
         """Keeps the results of a trial that its saved tuner never knew (started after the save,
         see :meth:`restore`) as an archived curve: a record with a fresh negative id, never
