@@ -21,6 +21,22 @@ finished row is also appended to :data:`LOG_FILENAME` in the Tuner's experiment 
 log is on disk while the run goes and after a crash. A row whose ``next`` is a new
 configuration is finished (and written) once that configuration got its trial id.
 
+Sessions: every run (every process) that writes into a folder's :data:`LOG_FILENAME` is a
+session of its own, numbered in the ``session`` column. ``decision`` counts from 0 within each
+session, so that (``session``, ``decision``) names one row of the file, and ``time`` restarts
+at 0 with each session's clock. The first run in a folder is session 0; a run that continues in
+that folder is numbered one after the highest session in the file, however it continues:
+``Tuner.load`` with the saved scheduler (:meth:`DecisionLog.new_session`, then
+:meth:`DecisionLog.bind`), a new scheduler set on a loaded tuner (``tuner.scheduler =
+DyHPO(...)``), a loaded tuner started twice from the same save, or any other scheduler bound
+to a folder whose log holds its session number already (:meth:`DecisionLog.bind` renumbers
+it). Rows in the file are never rewritten and no key is written twice. Rows are appended as
+they are finished (a decision waiting for a free worker after later ones, a decision pending
+at a save possibly after rows of the next session), so sort by (``session``, ``decision``)
+for the order the decisions were made. A scheduler holds (:meth:`DecisionLog.records`) the
+rows of the sessions it made, those before a ``Tuner.load`` included; a new scheduler set on
+a loaded tuner holds only its own.
+
 The prediction logged for the winner is the one its acquisition value was computed from, at
 the epoch the method's acquisition asks the model about: the next epoch for DyHPO, ``max_t``
 for DeepPowerLaw. Asking DeepPowerLaw's ensemble once more at the next epoch would cost an
@@ -46,7 +62,7 @@ LOG_FILENAME = "decision_log.csv"
 RUN_INFO_FILENAME = "syne_dyhpo_run.json"
 
 COLUMNS = (
-    "session",  # 0 for a fresh run, +1 for each continuation after Tuner.load
+    "session",  # 0 for the first run in a folder; then 1 + the highest in the file (see above)
     "decision",  # order of the decisions within a session
     "time",  # the Tuner's clock (st_tuner_time; restarts at 0 in each session)
     "trial_id",  # reporting trial (empty for a free worker asking)
@@ -119,6 +135,9 @@ class DecisionLog:
         self.num_decisions = 0
         self.path: str | None = None  # the CSV file rows are appended to
         self.bound = False  # the Tuner (or a front end) of this session was looked for
+        self._session_path: str | None = None  # the file this session writes to, once bound
+        self._session_start = 0  # index in rows of this session's first row made in this process
+        self._unwritten: list[list[Any]] = []  # rows finished while no file was bound
         self._open: dict[int, tuple[Any, list[Any]]] = {}  # id(decision) -> (decision, row)
         #: (configuration, row) of starts carried out whose trials have no id yet
         self._starting: list[tuple[dict[str, Any], list[Any]]] = []
@@ -141,6 +160,12 @@ class DecisionLog:
         self.__dict__.update(state)
         self._open = {id(decision): (decision, row) for decision, row in state["_open"]}
         self.bound = False  # the loaded tuner tells its folder and clock again
+        # a new process: its rows are a session of their own in the file it binds to (see bind),
+        # kept in memory until it binds; the rows before are the saved process's (written by it,
+        # or by this one once carried out)
+        self.path = None
+        self._session_path = None
+        self._session_start = len(self.rows)
         self._start_stamp = None
         self._perf_start = None
         self._last_time = 0.0  # the Tuner's clock starts again at 0
@@ -171,8 +196,15 @@ class DecisionLog:
              run_info: dict[str, Any] | None = None) -> None:
         """Appends rows to :data:`LOG_FILENAME` in ``folder`` from now on (None: keep them in
         memory only) and reads time from ``start_timestamp`` (``time.time()`` when the run
-        started; None: see :meth:`now`). Rows finished before, not written yet, are written
-        now.
+        started; None: see :meth:`now`). Rows finished while no file was bound are written now
+        (into a new file: every row finished so far).
+
+        The first time a session binds to a file that holds rows of its session number or a
+        higher one (another run wrote there: e.g. a new scheduler set on a tuner loaded with
+        ``Tuner.load``), the session takes the number after the highest in the file and counts
+        its decisions from 0, so that no (``session``, ``decision``) key is written twice (see
+        the module docstring). So does a log unpickled in another process and bound without
+        :meth:`new_session`: the rows it was pickled with stay as they are.
 
         :param run_info: written to :data:`RUN_INFO_FILENAME` in ``folder`` for the report
         """
@@ -189,12 +221,29 @@ class DecisionLog:
         if run_info is not None:
             with open(os.path.join(os.fspath(folder), RUN_INFO_FILENAME), "w") as f:
                 json.dump(run_info, f, indent=1, default=str)
-        if not os.path.exists(self.path):
+        unwritten, self._unwritten = self._unwritten, []
+        if not os.path.exists(self.path):  # the whole log so far
             open_rows = {id(row) for _, row in [*self._open.values(), *self._starting]}
-            self._write([row for row in self.rows if id(row) not in open_rows])
+            unwritten = [row for row in self.rows if id(row) not in open_rows]
+        elif self._session_path != self.path:  # this session's first rows in a file with rows
+            highest = highest_session(self.path)
+            if highest is not None and highest >= self.session:
+                self._renumber_session(highest + 1)
+        self._write(unwritten)
+        self._session_path = self.path
+
+    def _renumber_session(self, session: int) -> None:
+        """This session becomes ``session``: the rows this process made in it so far are
+        renumbered, their decisions counted from 0."""
+        rows = self.rows[self._session_start:]
+        for decision, row in enumerate(rows):
+            row[0], row[1] = session, decision
+        self.session = session
+        self.num_decisions = len(rows)
 
     def _write(self, rows: Iterable[list[Any]]) -> None:
         if self.path is None:
+            self._unwritten.extend(rows)
             return
         if self._file is None:
             new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
@@ -372,9 +421,12 @@ class DecisionLog:
             self._write([entry[1]])
 
     def new_session(self) -> None:
-        """The scheduler continues after ``Tuner.load``: decisions are numbered anew."""
+        """The scheduler continues after ``Tuner.load``: the next session, decisions numbered
+        anew (:meth:`bind` numbers it after the highest session of its file, if that is higher)."""
         self.session += 1
         self.num_decisions = 0
+        self._session_path = None
+        self._session_start = len(self.rows)
 
     # ----- reading ---------------------------------------------------------------------------
 
@@ -389,6 +441,29 @@ class DecisionLog:
         except ImportError as err:  # pragma: no cover - pandas comes with syne-tune
             raise ImportError("decision_log() needs pandas: pip install pandas") from err
         return pd.DataFrame(self.rows, columns=list(COLUMNS))
+
+
+def highest_session(path: str | os.PathLike) -> int | None:
+    """The highest ``session`` in a decision log file, None if it has no row with one (a value
+    that is no whole number is skipped; a file without its header line is read in the order of
+    :data:`COLUMNS`).
+
+    :param path: a :data:`LOG_FILENAME`
+    """
+    highest = None
+    with open(path, newline="") as f:
+        reader = csv.reader(f)
+        column = 0
+        for i, line in enumerate(reader):
+            if i == 0 and "session" in line:
+                column = line.index("session")
+                continue
+            try:
+                session = int(line[column])
+            except (IndexError, ValueError):
+                continue
+            highest = session if highest is None else max(highest, session)
+    return highest
 
 
 def _csv_value(value: Any) -> Any:

@@ -473,3 +473,50 @@ def test_tuner_process_sigkilled_alone_orphans_and_unsaved_trials(tmp_path, monk
     print(f"[sigkill fast] killed after {run.seconds:.0f} s; saved: {run.saved}; unsaved: {run.unsaved}; "
           f"orphans: {len(orphans)}; reported after the save, never observed: {run.reported_never_observed()}; "
           f"resumed at: {resumed}; archived: {[(t, r.last_epoch) for t, r in archived.items()]}", file=sys.__stdout__)
+
+
+def test_simulator_tuner_load_with_a_new_scheduler_continues_the_decision_log(tmp_path, monkeypatch):
+    """``Tuner.load``, then ``tuner.scheduler = DyHPO(...)`` (a new scheduler, not the saved one)
+    and ``run()`` again: the new scheduler's rows are a new session of the same
+    ``decision_log.csv``, numbered after the highest session in it; every row of the first run
+    stays as it was, and no (session, decision) key is written twice."""
+    from syne_dyhpo.core.decision_log import LOG_FILENAME
+
+    monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path / "syne-tune"))
+    logging.getLogger("syne_tune").setLevel(logging.ERROR)
+    bb = tiny_blackbox()
+
+    def new_dyhpo(seed: int) -> DyHPO:
+        return DyHPO(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch",
+                     max_t=SIM_MAX_T, candidates=CandidateOptions(num_candidates=16), random_seed=seed)
+
+    first = new_dyhpo(3)
+    backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0)
+    tuner = Tuner(trial_backend=backend, scheduler=first, stop_criterion=StopAfterEpochs(first, 12),
+                  n_workers=2, sleep_time=0, callbacks=[SimulatorCallback()], save_tuner=True,
+                  tuner_name="continue-new-scheduler", print_update_interval=1e9)
+    tuner.run()
+    log_file = tuner.tuner_path / LOG_FILENAME
+    run1 = pd.read_csv(log_file)
+    assert len(run1) >= 12 and set(run1["session"]) == {0}, run1
+    assert not run1.duplicated(["session", "decision"]).any()
+
+    loaded = Tuner.load(str(tuner.tuner_path))
+    second = new_dyhpo(4)
+    loaded.scheduler = second
+    loaded.stop_criterion = StopAfterEpochs(second, 12)
+    loaded.run()
+
+    on_disk = pd.read_csv(log_file)
+    assert not on_disk.duplicated(["session", "decision"]).any(), \
+        on_disk[on_disk.duplicated(["session", "decision"], keep=False)]
+    # nothing of the first run lost or changed: its rows come first, as they were
+    pd.testing.assert_frame_equal(on_disk.iloc[: len(run1)].reset_index(drop=True), run1)
+    # the new scheduler's rows: session 1, decisions numbered from 0, as its decision_log() has them
+    run2 = on_disk.iloc[len(run1):].reset_index(drop=True)
+    assert len(run2) >= 12 and set(run2["session"]) == {1}
+    assert run2["decision"].tolist() == list(range(len(run2)))
+    in_memory = second.decision_log()
+    assert set(in_memory["session"]) == {1}
+    assert run2["decision"].tolist() == in_memory["decision"].tolist()[: len(run2)]
+    assert run2["reason"].tolist() == in_memory["reason"].tolist()[: len(run2)]

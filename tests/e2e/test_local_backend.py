@@ -3,6 +3,11 @@
 Every trial is a real PyTorch job that the Tuner pauses (kills) and resumes (new process
 loading its checkpoint), with results polled from its stdout. Each test runs for a few tens
 of seconds (about 5 s per process start on 2 cores): each run checks several behaviours.
+A run ends once the events its test checks have happened (:class:`StopOnceChecked`), not
+after a number of epochs or seconds, which a loaded machine may end too early; its epochs are
+bounded generously, so that a run where they never happen ends and fails. No wall-clock
+limit: on a loaded machine every process start takes tens of seconds; pytest-timeout
+guards against a hang.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from syne_dyhpo.core.observations import TrialStatus  # noqa: E402
 pytestmark = pytest.mark.slow
 
 MAX_T = 4
+#: generous bound of a run that waits for the events its test checks (it fails at it)
+LIMIT_EPOCHS = 48
 
 
 @pytest.fixture
@@ -38,11 +45,31 @@ def in_tmp(tmp_path, monkeypatch):
     return tmp_path
 
 
-def tune(*extra: str, callbacks=None, method="dyhpo", budget=10):
+def tune(*extra: str, callbacks=None, method="dyhpo", budget=LIMIT_EPOCHS):
     argv = ["--method", method, "--n-workers", "2", "--max-epochs", str(MAX_T), "--budget-epochs", str(budget),
             "--num-initial-random", "1", "--num-candidates", "32", "--sleep-time", "0.3",
-            "--max-wallclock-time", "150", "--seed", "1", *extra]
+            "--seed", "1", *extra]
     return tune_local.run(tune_local.build_parser().parse_args(argv), callbacks=callbacks)
+
+
+class StopOnceChecked(TunerCallback):
+    """Ends the run as soon as ``checked(tuner, log)`` holds (the events the test checks have
+    happened; ``log``: the run's :class:`tune_local.SegmentLog`), or at the run's own stop
+    criterion (the generous bound of :func:`tune`), whichever comes first."""
+
+    def __init__(self, checked):
+        self.checked = checked
+        self.held: bool | None = None  # whether ``checked`` held when the run ended
+
+    def on_tuning_start(self, tuner):
+        bound = tuner.stop_criterion
+        log = next(c for c in tuner.callbacks if isinstance(c, tune_local.SegmentLog))
+
+        def stop(status) -> bool:
+            self.held = bool(self.checked(tuner, log))
+            return self.held or bound(status)
+
+        tuner.stop_criterion = stop
 
 
 def results_per_trial(tr) -> dict[int, list[int]]:
@@ -59,10 +86,11 @@ def printed_epochs(tr, trial_id: int) -> list[int]:
     return [int(r["epoch"]) for r in retrieve(tr.backend.stdout(trial_id))]
 
 
-def resumes_with_previous_epoch(tr) -> list[tuple[int, int, int | None]]:
-    """(trial_id, last epoch seen before the resume, first epoch seen after it) per resume."""
+def resumes_with_previous_epoch(log) -> list[tuple[int, int, int | None]]:
+    """(trial_id, last epoch seen before the resume, first epoch seen after it) per resume of
+    the run's :class:`tune_local.SegmentLog`."""
     out = []
-    for tid, events in tr.log.per_trial().items():
+    for tid, events in log.per_trial().items():
         last = 0
         for i, e in enumerate(events):
             if e.kind == "result":
@@ -91,7 +119,7 @@ def check_pause_and_resume(tr, trial_ids, restarted=()):
     assert tr.best is not None and 0.0 < tr.best["val_accuracy"] <= 1.0
     assert len(trial_ids) >= 2
     assert_exact_curves(tr, [t for t in trial_ids if t not in restarted])
-    resumes = resumes_with_previous_epoch(tr)
+    resumes = resumes_with_previous_epoch(tr.log)
     assert len(resumes) >= 1, "no trial was resumed"
     for tid, paused_at, next_epoch in resumes:
         assert paused_at >= 1
@@ -139,6 +167,35 @@ class CorruptCheckpointOnce(TunerCallback):
             return suggestion
 
         scheduler.suggest = suggest_and_corrupt
+
+
+def resumed_where_paused(tuner, log) -> bool:
+    """A trial was resumed and reported the epoch after the one it was paused at."""
+    return any(n == p + 1 for _, p, n in resumes_with_previous_epoch(log))
+
+
+def incident_over(corrupt: CorruptCheckpointOnce, restart: bool):
+    """For :class:`StopOnceChecked`: the corrupted checkpoint's resume has happened and what
+    :func:`check_corrupt_checkpoint` checks of it is there: the trial failed (``restart``
+    False) or trained from scratch past the epoch it was paused at (True), and another trial
+    reported after the resume."""
+
+    def checked(tuner, log) -> bool:
+        if corrupt.corrupted is None:
+            return False
+        tid, paused_at = corrupt.corrupted
+        events = log.per_trial().get(tid, [])
+        i_resume = next((i for i, e in enumerate(events) if e.kind == "resume" and e.time > corrupt.time), None)
+        if i_resume is None:
+            return False
+        t_incident = events[i_resume].time
+        if not any(e.kind == "result" and e.trial_id != tid and e.time > t_incident for e in log.events):
+            return False
+        if restart:
+            return sum(e.kind == "result" for e in events[i_resume + 1 :]) >= paused_at + 1
+        return tuner.scheduler.trial_status(tid) is TrialStatus.FAILED
+
+    return checked
 
 
 def check_corrupt_checkpoint(tr, corrupt: CorruptCheckpointOnce, restart: bool, caplog) -> None:
@@ -220,27 +277,37 @@ def check_housekeeping(tr, watch: WatchRetired, caplog) -> list[int]:
     return retired
 
 
-# Two runs, each checking several behaviours: every process start costs seconds.
+# Two runs, each checking several behaviours: every process start costs seconds (tens of them
+# on a loaded machine: a longer hang guard than pytest's default).
+@pytest.mark.timeout(900)
 def test_dyhpo_resumes_from_checkpoints_deletes_retired_ones_and_fails_a_trial_with_a_corrupt_one(in_tmp, caplog):
     caplog.set_level(logging.INFO)
     watch, corrupt = WatchRetired(), CorruptCheckpointOnce(nth=2)
-    tr = tune("--max-paused-checkpoints", "1", callbacks=[watch, corrupt], method="dyhpo", budget=12)
+    incident = incident_over(corrupt, restart=False)
+    until = StopOnceChecked(lambda tuner, log: bool(watch.gone_during_run) and resumed_where_paused(tuner, log)
+                            and incident(tuner, log))
+    tr = tune("--max-paused-checkpoints", "1", callbacks=[watch, corrupt, until], method="dyhpo")
     trial_ids = sorted(tr.backend._trial_dict)
     resumes = check_pause_and_resume(tr, trial_ids)
     retired = check_housekeeping(tr, watch, caplog)
     check_corrupt_checkpoint(tr, corrupt, restart=False, caplog=caplog)
+    assert until.held  # (the checks above name what was missing if the bound ended the run)
     print(f"[dyhpo] trials={len(trial_ids)} resumes={len(resumes)} retired={retired} "
           f"deleted during run={sorted(watch.gone_during_run)} failed={corrupt.corrupted} "
           f"epochs={tr.scheduler.observations.num_observations}", file=sys.__stdout__)
 
 
+@pytest.mark.timeout(900)
 def test_dpl_resumes_from_checkpoints_and_restarts_a_trial_that_lost_its_checkpoint(in_tmp, caplog):
     caplog.set_level(logging.INFO)
     corrupt = CorruptCheckpointOnce(nth=2)
-    tr = tune("--restart-on-lost-checkpoint", callbacks=[corrupt], method="dpl", budget=12)
+    incident = incident_over(corrupt, restart=True)
+    until = StopOnceChecked(lambda tuner, log: resumed_where_paused(tuner, log) and incident(tuner, log))
+    tr = tune("--restart-on-lost-checkpoint", callbacks=[corrupt, until], method="dpl")
     trial_ids = sorted(tr.backend._trial_dict)
     assert corrupt.corrupted is not None, "no second resume"
     resumes = check_pause_and_resume(tr, trial_ids, restarted=[corrupt.corrupted[0]])
     check_corrupt_checkpoint(tr, corrupt, restart=True, caplog=caplog)
+    assert until.held
     print(f"[dpl] trials={len(trial_ids)} resumes={len(resumes)} restarted={corrupt.corrupted} "
           f"epochs={tr.scheduler.observations.num_observations}", file=sys.__stdout__)

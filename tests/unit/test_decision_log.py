@@ -343,3 +343,77 @@ def test_a_failing_log_is_a_warning_and_changes_no_decision(monkeypatch, caplog)
     monkeypatch.setattr(DecisionLog, "add", broken)
     assert Driver(make(DyHPO)).run(20).calls == without
     assert "Decision log: the row of a decision failed (RuntimeError: disk full)" in caplog.text
+
+def read_log(folder) -> pd.DataFrame:
+    return pd.read_csv(folder / LOG_FILENAME)
+
+
+def test_a_new_log_bound_to_a_folder_with_a_log_continues_its_sessions(tmp_path):
+    """A new scheduler writing into a folder that has a log (e.g. set on a tuner loaded with
+    ``Tuner.load``): its session is numbered after the highest in the file, nothing in the file
+    is rewritten, no (session, decision) key is written twice."""
+    before = DecisionLog()
+    before.bind(tmp_path)
+    for t in range(3):
+        before.add(float(t), trial_id=t, reason="random")
+    before.new_session()  # a continuation of it (Tuner.load) wrote session 1
+    before.bind(tmp_path)
+    before.add(5.0, trial_id=0, reason="restored")
+    written = read_log(tmp_path)
+    assert written[["session", "decision"]].values.tolist() == [[0, 0], [0, 1], [0, 2], [1, 0]]
+
+    log = DecisionLog()
+    early = log.add(0.5, trial_id=7, reason="initial_random")  # made before the log was bound
+    assert log.session == 0 and early[0] == 0
+    log.bind(tmp_path)
+    log.add(1.0, trial_id=8, reason="acquisition")
+    log.add(2.0, trial_id=9, reason="acquisition")
+    assert log.session == 2 and [r["session"] for r in log.records()] == [2, 2, 2]
+    on_disk = read_log(tmp_path)
+    pd.testing.assert_frame_equal(on_disk.iloc[: len(written)], written)
+    assert on_disk[["session", "decision", "trial_id"]].iloc[len(written):].values.tolist() == [
+        [2, 0, 7], [2, 1, 8], [2, 2, 9]]
+    assert not on_disk.duplicated(["session", "decision"]).any()
+    # bound again to the same file in the same session: the session and its rows stay as they are
+    log.bind(tmp_path)
+    log.add(3.0, trial_id=10, reason="acquisition")
+    assert log.session == 2
+    assert read_log(tmp_path)[["session", "decision"]].iloc[len(written):].values.tolist() == [
+        [2, 0], [2, 1], [2, 2], [2, 3]]
+
+
+def test_a_loaded_log_continues_after_a_session_its_save_never_saw(tmp_path):
+    """Loaded twice from the same save (the first continuation crashed before it saved): the
+    second continuation does not write the first one's session number again; unpickled and
+    bound without ``new_session`` (a front end of its own), the log still starts a session."""
+    log = DecisionLog()
+    log.bind(tmp_path)
+    log.add(0.0, trial_id=0, reason="initial_random")
+    saved = pickle.dumps(log)
+    for _ in range(2):
+        loaded = pickle.loads(saved)
+        loaded.new_session()
+        loaded.bind(tmp_path)
+        loaded.add(1.0, trial_id=0, reason="restored")
+    assert loaded.session == 2
+    plain = pickle.loads(saved)
+    plain.add(2.0, trial_id=1, reason="random")  # made before binding: (0, 1) in its own count
+    plain.bind(tmp_path)
+    plain.add(3.0, trial_id=2, reason="random")
+    assert plain.session == 3
+    assert [(r["session"], r["decision"]) for r in plain.records()] == [(0, 0), (3, 0), (3, 1)]
+    on_disk = read_log(tmp_path)
+    assert on_disk[["session", "decision", "trial_id"]].values.tolist() == [
+        [0, 0, 0], [1, 0, 0], [2, 0, 0], [3, 0, 1], [3, 1, 2]]
+
+
+def test_highest_session_skips_bad_values_and_reads_a_file_without_header(tmp_path):
+    from syne_dyhpo.core.decision_log import highest_session
+
+    path = tmp_path / LOG_FILENAME
+    path.write_text("session,decision,time\n0,0,0.1\nx,1,0.2\n\n4,2,0.3\n1,3\n")
+    assert highest_session(path) == 4
+    path.write_text("3,0,0.1\n2,1,0.2\n")  # the header line lost
+    assert highest_session(path) == 3
+    path.write_text(",".join(COLUMNS) + "\n")
+    assert highest_session(path) is None
