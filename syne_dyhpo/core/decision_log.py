@@ -96,7 +96,7 @@ REASONS = {
     "lost_checkpoint": "the trial restarted at epoch 1 after a resume (its checkpoint was lost)",
     "failed": "the trial's job failed",
     "retired": "ranked hopeless (PausedCheckpoints.max_kept): never resumed",
-    "restored": "restored after Tuner.load: resumable again",
+    "restored": "restored after Tuner.load (Syne Tune) or Tuner.restore (Ray): resumable again",
     "archived": "started after the last save of the loaded tuner: results kept, never resumed",
     "nothing_left": "no paused trial and no new configuration left",
 }
