@@ -255,13 +255,14 @@ class DecisionMaker:
     def _per_second(self, values: np.ndarray, records: list[TrialRecord], candidates) -> np.ndarray:
         """With a job timer, the acquisition values (log EI) less the log of each candidate's
         expected seconds: the epochs of its next segment, and a job start unless its job is
-        running (the reporting trial)."""
+        running (the reporting trial): a resume for a paused trial, a new start for a new one."""
         if self.job_timer is None:
             return values
         num_new = len(candidates) - len(records)
         last = np.array([r.last_epoch for r in records] + [0] * num_new)
         pays_start = np.array([r.status is not TrialStatus.RUNNING for r in records] + [True] * num_new, dtype=bool)
-        log_seconds = self.job_timer.log_seconds(candidates.budget - last, pays_start)
+        new = np.arange(len(candidates)) >= len(records)
+        log_seconds = self.job_timer.log_seconds(candidates.budget - last, pays_start, new)
         return values if log_seconds is None else values - log_seconds
 
     def _fallback(self, err: Exception, num: int) -> np.ndarray:

@@ -15,7 +15,9 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
 2. **Costs learned from the results' own timestamps** (:class:`JobTimer`): the seconds of an
    epoch from consecutive results of one job, and the seconds of a start from the time
    between the decision that started or resumed a job and its first result, less the epochs
-   it reports. A user may pass the start cost instead (``JobCosts.start_seconds``).
+   it reports, apart for new trials and resumes (a new trial's first epoch may take longer
+   than later ones, as LCBench's do: that is part of the price of a new trial, not of a
+   resume). A user may pass the start cost instead (``JobCosts.start_seconds``).
 3. **Expected improvement per expected second.** The acquisition value (log expected
    improvement) of each candidate has the log of its expected seconds subtracted: the epochs
    of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
@@ -44,6 +46,8 @@ from syne_dyhpo.checks import checked_number
 SIMULATED_TIME = "st_tuner_time"
 #: the result key of the worker's ``time.time()`` (Syne Tune's ``Reporter`` adds it)
 WORKER_TIMESTAMP = "st_worker_timestamp"
+#: the two kinds of job start
+NEW, RESUME = "new", "resume"
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class _Job:
     simulated_start: float | None  # the simulated clock at the start (None: none seen yet, 0)
     wall_start: float  # time.time() at the start
     last_epoch: int  # the trial's last epoch when the job started, then the job's last result's
+    new: bool  # a new trial's first job (else a resume)
     last_time: float | None = None  # time of the job's last result (None: none yet)
 
 
@@ -93,9 +98,9 @@ class JobTimer:
         self._jobs: dict[int, _Job] = {}
         self._epoch_seconds_sum = 0.0
         self._epochs_timed = 0
-        self._first_result_seconds_sum = 0.0  # from a job's start to its first result
-        self._first_result_epochs = 0  # epochs those first results reported
-        self._starts_timed = 0
+        # per kind of start (NEW, RESUME): [seconds from the starts to their first results,
+        # epochs those results reported, starts timed]
+        self._first_results = {NEW: [0.0, 0, 0], RESUME: [0.0, 0, 0]}
 
     # ----- what the scheduler tells it ---------------------------------------------------
 
@@ -104,7 +109,7 @@ class JobTimer:
 
         :param last_epoch: the trial's last epoch seen (0 for a new trial)
         """
-        self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch))
+        self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0)
 
     def job_ended(self, trial_id: int) -> None:
         """The trial's job was paused, stopped, completed or failed: later reports of it are
@@ -122,9 +127,10 @@ class JobTimer:
         if job.last_time is None:
             start = (job.simulated_start or 0.0) if simulated else job.wall_start
             if now >= start:
-                self._first_result_seconds_sum += now - start
-                self._first_result_epochs += epochs
-                self._starts_timed += 1
+                timed = self._first_results[NEW if job.new else RESUME]
+                timed[0] += now - start
+                timed[1] += epochs
+                timed[2] += 1
         elif now >= job.last_time:
             self._epoch_seconds_sum += now - job.last_time
             self._epochs_timed += epochs
@@ -150,28 +156,43 @@ class JobTimer:
 
     @property
     def start_seconds(self) -> float | None:
+        """Seconds of a job start, new trials and resumes together (see :meth:`start_seconds_of`)."""
+        return self._start_seconds([NEW, RESUME])
+
+    def start_seconds_of(self, kind: str) -> float | None:
         """``JobCosts.start_seconds`` if given, else the mean time from a job's start to its
-        first result less the epochs that result reports (at least 0; None: not learned yet)."""
+        first result less the epochs that result reports, over the starts of ``kind`` (NEW or
+        RESUME), or over all starts while none of ``kind`` was timed (at least 0; None: not
+        learned yet)."""
+        seconds = self._start_seconds([kind])
+        return self.start_seconds if seconds is None else seconds
+
+    def _start_seconds(self, kinds: list[str]) -> float | None:
         if self.costs.start_seconds is not None:
             return self.costs.start_seconds
         epoch = self.epoch_seconds
-        if not self._starts_timed or epoch is None:
+        seconds, epochs, count = (sum(self._first_results[k][i] for k in kinds) for i in range(3))
+        if not count or epoch is None:
             return None
-        return max(0.0, (self._first_result_seconds_sum - self._first_result_epochs * epoch) / self._starts_timed)
+        return max(0.0, (seconds - epochs * epoch) / count)
 
-    def log_seconds(self, epochs: np.ndarray, pays_start: np.ndarray) -> np.ndarray | None:
+    def log_seconds(self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None) -> np.ndarray | None:
         """Log of the expected seconds of each candidate's next segment.
 
         :param epochs: epochs of each candidate's next segment (>= 1)
         :param pays_start: whether each candidate needs a job start (paused and new trials)
+        :param new: whether each candidate is a new trial (its start is a NEW one, else a
+            RESUME); None: all resumes
         :return: the logs, or None while no epoch has been timed (costs unknown: the
             acquisition is used as it is). A start not learned yet counts as free
         """
         epoch = self.epoch_seconds
         if epoch is None:
             return None
-        start = self.start_seconds or 0.0
-        seconds = np.asarray(epochs, dtype=float) * epoch + np.asarray(pays_start, dtype=bool) * start
+        pays_start = np.asarray(pays_start, dtype=bool)
+        new = np.zeros(len(pays_start), dtype=bool) if new is None else np.asarray(new, dtype=bool)
+        start = np.where(new, self.start_seconds_of(NEW) or 0.0, self.start_seconds_of(RESUME) or 0.0)
+        seconds = np.asarray(epochs, dtype=float) * epoch + pays_start * start
         # an epoch timed at 0 s (e.g. results reported together): the smallest positive cost
         return np.log(np.maximum(seconds, np.finfo(float).tiny))
 
@@ -180,6 +201,8 @@ class JobTimer:
             "start_seconds_given": self.costs.start_seconds,
             "epoch_seconds": self.epoch_seconds,
             "start_seconds": self.start_seconds,
+            "new_start_seconds": self.start_seconds_of(NEW),
+            "resume_seconds": self.start_seconds_of(RESUME),
             "epochs_timed": self._epochs_timed,
-            "starts_timed": self._starts_timed,
+            "starts_timed": self._first_results[NEW][2] + self._first_results[RESUME][2],
         }

@@ -12,7 +12,7 @@ from syne_tune.optimizer.scheduler import SchedulerDecision as D
 from conftest import suggested_trial
 from syne_dyhpo import JobCosts
 from syne_dyhpo.core import job_costs
-from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
 from syne_dyhpo.core.observations import TrialStatus
 from test_scheduler_core import make, start
 
@@ -41,10 +41,18 @@ def test_epoch_and_start_seconds_from_simulated_result_times():
     timer.on_result(1, 1, _sim(1, 55.0))  # start 3 s + epoch 2 s
     assert timer.start_seconds == 2.0  # (1 + 3) / 2
     timer.job_started(0, last_epoch=4)  # a resume at 55 s; its first result reports 2 epochs
+    assert timer.start_seconds_of(RESUME) == 2.0  # no resume timed yet: all starts
     timer.on_result(0, 6, _sim(6, 63.0))  # start 4 s + 2 epochs of 2 s
     assert timer.epoch_seconds == 2.0 and timer.start_seconds == pytest.approx((1 + 3 + 4) / 3)
+    assert timer.start_seconds_of(NEW) == 2.0 and timer.start_seconds_of(RESUME) == 4.0
+    # a running trial's epoch, a resume's, a new trial's (3 epochs: 6 s + 2 s)
+    np.testing.assert_allclose(
+        timer.log_seconds(np.array([1, 1, 3]), np.array([False, True, True]), np.array([False, False, True])),
+        np.log([2.0, 6.0, 8.0]),
+    )
     meta = timer.metadata()
     assert meta["epochs_timed"] == 2 and meta["starts_timed"] == 3 and meta["start_seconds_given"] is None
+    assert meta["new_start_seconds"] == 2.0 and meta["resume_seconds"] == 4.0
 
 
 def test_worker_timestamps_are_read_against_the_clock_at_the_start(monkeypatch):
