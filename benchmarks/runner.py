@@ -38,6 +38,7 @@ from syne_tune.tuning_status import TuningStatus
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
+from syne_dyhpo.core.job_costs import JobCosts
 from benchmarks.wallclock import (
     EPOCHS,
     JOBS_FILE,
@@ -131,6 +132,11 @@ NO_DEPTH_GATE: dict[str, Any] = {"depth_gate": None}
 #: Our methods deciding as the papers do: neither the completion nor the depth gate
 PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 
+#: Our methods paying for job starts (syne_dyhpo.core.job_costs): a winning trial keeps running,
+#: the acquisition is weighed by each candidate's expected seconds, costs learned from the
+#: results' timestamps; every other default kept
+JOB_COSTS: dict[str, Any] = {"job_costs": JobCosts()}
+
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours sets one deviation from the papers to the papers' setting, or all of them
 #: (``-papers``)
@@ -146,6 +152,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-no-depth-gate": ("DeepPowerLaw", NO_DEPTH_GATE),
     "DyHPO-papers": ("DyHPO", PAPERS),
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
+    "DyHPO-costs": ("DyHPO", JOB_COSTS),
+    "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
 }
 
 

@@ -28,6 +28,7 @@ _PUBLIC = {
     "CandidateOptions": "syne_dyhpo.core.candidates",
     "DepthGate": "syne_dyhpo.core.depth_gate",
     "IncumbentCompletion": "syne_dyhpo.core.completion",
+    "JobCosts": "syne_dyhpo.core.job_costs",
     "PausedCheckpoints": "syne_dyhpo.core.checkpoints",
     "SuccessiveHalvingPromotion": "syne_dyhpo.core.promotion",
     "DeepKernelGPConfig": "syne_dyhpo.surrogates.deep_kernel_gp",

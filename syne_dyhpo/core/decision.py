@@ -21,7 +21,8 @@ from syne_dyhpo.core.acquisition_protocol import AcquisitionValues, Prediction
 from syne_dyhpo.core.candidates import CandidateOptions, make_candidates
 from syne_dyhpo.core.completion import CompletionRun, IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
-from syne_dyhpo.core.observations import Observations, TrialRecord
+from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import FittedModel, SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 
@@ -107,6 +108,10 @@ class DecisionMaker:
         the papers)
     :param max_kept_paused: most paused trials kept resumable (None: all;
         ``PausedCheckpoints.max_kept``)
+    :param job_timer: with :class:`~syne_dyhpo.core.job_costs.JobCosts`, what an epoch and a
+        job start cost: each acquisition value becomes a value per expected second (its log
+        seconds subtracted; the running reporting trial pays no start). None: the acquisition
+        as it is (the papers)
     """
 
     def __init__(
@@ -122,8 +127,10 @@ class DecisionMaker:
         promotion: SuccessiveHalvingPromotion | None,
         max_kept_paused: int | None,
         depth_gate: DepthGate | None = None,
+        job_timer: JobTimer | None = None,
     ):
         self.policy = policy
+        self.job_timer = job_timer
         self.observations = observations
         self.segment_end = segment_end
         self.rng = rng
@@ -240,9 +247,23 @@ class DecisionMaker:
             values = np.asarray(answer if scored is None else scored.values, dtype=float)
             if values.shape != (num,) or np.any(np.isnan(values)):
                 raise FloatingPointError("acquisition returned NaN values")
+            values = self._per_second(values, records, candidates)
             return values, {"reason": "acquisition", "fit": fit}, scored
         except Exception as err:  # noqa: BLE001
             return self._fallback(err, num), {"reason": "model_failed", "fit": fit}, None
+
+    def _per_second(self, values: np.ndarray, records: list[TrialRecord], candidates) -> np.ndarray:
+        """With a job timer, the acquisition values (log EI) less the log of each candidate's
+        expected seconds: the epochs of its next segment, and a job start unless its job is
+        running (the reporting trial): a resume for a paused trial, a new start for a new one."""
+        if self.job_timer is None:
+            return values
+        num_new = len(candidates) - len(records)
+        last = np.array([r.last_epoch for r in records] + [0] * num_new)
+        pays_start = np.array([r.status is not TrialStatus.RUNNING for r in records] + [True] * num_new, dtype=bool)
+        new = np.arange(len(candidates)) >= len(records)
+        log_seconds = self.job_timer.log_seconds(candidates.budget - last, pays_start, new)
+        return values if log_seconds is None else values - log_seconds
 
     def _fallback(self, err: Exception, num: int) -> np.ndarray:
         # the surrogate keeps its own rollback state; here we only make sure a decision is

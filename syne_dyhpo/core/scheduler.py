@@ -47,6 +47,7 @@ from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.jobs import job_end, parse_result
+from syne_dyhpo.core.job_costs import JobCosts, JobTimer
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.policy import SurrogatePolicy
@@ -125,6 +126,13 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Its settings are read, never changed.
         Defaults to ``DepthGate()`` (three quarters of the values at each epoch in
         contention); None is the papers (every paused trial is a candidate)
+    :param job_costs: decisions that pay for job starts
+        (:class:`~syne_dyhpo.core.job_costs.JobCosts`): jobs are told to run to ``max_t``, a
+        winning trial keeps running (CONTINUE) and is paused only when it loses, and each
+        candidate's acquisition value is divided by its expected seconds (a paused or new
+        trial pays a job start), the costs learned from the results' timestamps. Defaults to
+        None (the papers: resumes are free, and with ``max_resource_attr`` every segment is a
+        job of its own)
     :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
         experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
         True
@@ -148,6 +156,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         depth_gate: DepthGate | None = DepthGate(),
+        job_costs: JobCosts | None = None,
         log_decisions: bool = True,
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
@@ -169,6 +178,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         _check_type("promotion", promotion, SuccessiveHalvingPromotion, allow_none=True)
         _check_type("depth_gate", depth_gate, DepthGate, allow_none=True)
         _check_type("checkpoints", checkpoints, PausedCheckpoints)
+        _check_type("job_costs", job_costs, JobCosts, allow_none=True)
         self.config_space = config_space
         self.metric = metric
         self.do_minimize = bool(do_minimize)
@@ -181,6 +191,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self.depth_gate = depth_gate
         self.max_resource_attr = max_resource_attr
         self.checkpoints = checkpoints
+        self.job_costs = job_costs
+        self._job_timer = None if job_costs is None else JobTimer(job_costs)
         self.policy = policy
         self._encoder = ConfigEncoder(config_space)
         if max_resource_attr is not None and max_resource_attr in self._encoder.hp_names:
@@ -193,6 +205,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             budget_step=self.budget_step,
             restart_if_lost=checkpoints.restart_if_lost,
             max_resource_attr=max_resource_attr,
+            jobs_run_on=job_costs is not None,
         )
         self._decider = DecisionMaker(
             policy,
@@ -205,6 +218,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             promotion=promotion,
             max_kept_paused=checkpoints.max_kept,
             depth_gate=depth_gate,
+            job_timer=self._job_timer,
         )
         self._pending: list[Decision] = []  # decisions waiting for a free worker
         self._new_trials_allowed = True
@@ -245,6 +259,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             record = self._obs.add_trial(trial.trial_id, config, self._encoder.encode(config))
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
+        if self._job_timer is not None:
+            self._job_timer.job_started(record.trial_id, record.last_epoch)
         self._log.started(trial.trial_id, trial.config, ignore=self.max_resource_attr)
         job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
         record.job_end = self.max_t if job_end is None else int(job_end)
@@ -259,6 +275,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._log.result_arrived(result)
         epoch, value = parse_result(trial.trial_id, result, self.metric, self.time_attr)
         check_epoch_within_max_t(record, epoch, self.max_t, self.time_attr)
+        if self._job_timer is not None and record.status is TrialStatus.RUNNING:
+            self._job_timer.on_result(record.trial_id, epoch, result)
         action = self._lifecycle.on_result(record, epoch, value)
         if action is not ResultAction.DECIDE:
             if action is ResultAction.STOP and was_running:  # max_t, diverged, lost checkpoint
@@ -284,16 +302,19 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         return SchedulerDecision.PAUSE
 
     def on_trial_complete(self, trial: Trial, result: dict[str, Any]):
+        self._job_ended(trial.trial_id)
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
             self._lifecycle.on_job_completed(record)
 
     def on_trial_remove(self, trial: Trial):
+        self._job_ended(trial.trial_id)
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
             self._lifecycle.on_removed(record)
 
     def on_trial_error(self, trial: Trial):
+        self._job_ended(trial.trial_id)
         record = self._obs.trials.get(trial.trial_id)
         if record is not None:
             self._lifecycle.on_error(record)
@@ -331,6 +352,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             "promotion": None if self.promotion is None else asdict(self.promotion),
             "completion": None if self.completion is None else asdict(self.completion),
             "depth_gate": None if self.depth_gate is None else asdict(self.depth_gate),
+            "job_costs": None if self._job_timer is None else self._job_timer.metadata(),
             "best_value": self._obs.best_value(),
             "policy": self.policy.metadata(),
             **self._decider.metadata(),
@@ -384,6 +406,10 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
 
     # ----- internals -------------------------------------------------------------------------
 
+    def _job_ended(self, trial_id: int) -> None:
+        if self._job_timer is not None:
+            self._job_timer.job_ended(trial_id)
+
     def _decide(self, reporting: TrialRecord | None, started: float) -> Decision | None:
         """Asks the decision maker; retires the trials it ranked hopeless; logs the decision.
 
@@ -422,8 +448,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         return self._offers.next_point(decided)
 
     def _job_end(self, segment_end: int) -> int:
-        """Epoch at which a job (re)started now is told to stop (:func:`~syne_dyhpo.core.jobs.job_end`)."""
-        if self.max_resource_attr is None:
+        """Epoch at which a job (re)started now is told to stop (:func:`~syne_dyhpo.core.jobs.job_end`);
+        always ``max_t`` with ``job_costs`` (a winning trial keeps running)."""
+        if self.max_resource_attr is None or self.job_costs is not None:
             return self.max_t
         return job_end(segment_end, self.max_t, self._sampler.num_free(), self._workers_seen)
 
@@ -437,6 +464,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     def _resume(self, record: TrialRecord) -> TrialSuggestion:
         # Syne Tune sends no callback for a resume: mark it running now (several free workers)
         self._lifecycle.resume(record)
+        if self._job_timer is not None:
+            self._job_timer.job_started(record.trial_id, record.last_epoch)
         record.job_end = self._job_end(record.segment_end)
         if self.max_resource_attr is None:
             return TrialSuggestion.resume_suggestion(record.trial_id)

@@ -54,6 +54,9 @@ class TrialLifecycle:
         failed; True archives its earlier curve and lets it continue from scratch
     :param max_resource_attr: the scheduler's ``max_resource_attr`` (None: jobs are not told
         where their segment ends), named when epochs were lost (:meth:`lost_epochs`)
+    :param jobs_run_on: jobs are told to run to ``max_t`` and paused when their trial loses a
+        decision (:class:`~syne_dyhpo.core.job_costs.JobCosts`): the epochs a job trains
+        between its report and its pause are an expected loss (:meth:`lost_epochs`)
     """
 
     #: whether lost epochs were logged as an ERROR in this run (once per run)
@@ -66,8 +69,10 @@ class TrialLifecycle:
         budget_step: int,
         restart_if_lost: bool = False,
         max_resource_attr: str | None = None,
+        jobs_run_on: bool = False,
     ):
         self.observations = observations
+        self.jobs_run_on = jobs_run_on
         self.max_t = observations.max_t
         self.budget_step = budget_step
         self.restart_if_lost = restart_if_lost
@@ -153,7 +158,10 @@ class TrialLifecycle:
         segment it was paused at, and a backend that polls results (Syne Tune's
         ``LocalBackend``) drops those reported after a pause. They stay missing in the curve
         (NaN gaps, or its end), never moved to another epoch. Logged as an ERROR naming
-        ``max_resource_attr`` the first time in a run, at INFO afterwards.
+        ``max_resource_attr`` the first time in a run, at INFO afterwards; at INFO always when
+        jobs run on past their segments by design (``jobs_run_on``: a pause then kills a job
+        that trains on, and what it trained after its last report seen is the price of not
+        restarting a winning trial at every segment end).
 
         :param record: the trial
         :param first: first epoch lost
@@ -166,6 +174,13 @@ class TrialLifecycle:
             epochs = f"epoch {first}"
         else:
             epochs = f"epochs {first}-{last}"
+        if self.jobs_run_on:
+            logger.info(
+                f"trial_id {record.trial_id}: lost {epochs} of its curve ({evidence}): its job runs to "
+                "max_t and was paused when the trial lost a decision (JobCosts); what it trained after "
+                "its last report seen is recorded as missing"
+            )
+            return
         if self.max_resource_attr is None:
             advice = (
                 "Create the scheduler with max_resource_attr (a config key, e.g. "

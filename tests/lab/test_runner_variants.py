@@ -22,6 +22,8 @@ GATE = asdict(DepthGate())
     ("DeepPowerLaw-no-depth-gate", "default", None),
     ("DyHPO-papers", None, None),
     ("DeepPowerLaw-papers", None, None),
+    ("DyHPO-costs", "default", "default"),
+    ("DeepPowerLaw-costs", "default", "default"),
 ])
 def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completion, gate):
     definition = SimpleNamespace(metric="loss", do_minimize=True, time_attr="epoch", max_t=3)
@@ -32,9 +34,12 @@ def test_each_variant_of_ours_sets_the_deviations_its_name_says(method, completi
     assert metadata["completion"] == (COMPLETION[base] if completion == "default" else None)
     assert metadata["depth_gate"] == (GATE if gate == "default" else None)
     assert GATE == {"top_fraction": 0.75, "min_kept": 2}
+    # job costs (a start's price learned, not given) only where the name says so
+    costs = metadata["job_costs"]
+    assert (costs is not None and costs["start_seconds_given"] is None) == method.endswith("-costs")
 
 
 def test_every_variant_of_ours_is_covered():
     ours = {name for name, (preset, _) in VARIANTS.items() if preset in ("DyHPO", "DeepPowerLaw")}
     assert ours == {f"{m}{s}" for m in ("DyHPO", "DeepPowerLaw")
-                    for s in ("", "-no-completion", "-no-depth-gate", "-papers")}
+                    for s in ("", "-no-completion", "-no-depth-gate", "-papers", "-costs")}

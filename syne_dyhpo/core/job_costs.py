@@ -1,0 +1,208 @@
+"""Decisions that pay for job starts: a winning trial keeps running, and the acquisition is
+weighed by the seconds each candidate costs.
+
+The papers treat a resume as free. On a real backend every segment given to a paused or new
+trial is a job start (a new process on ``LocalBackend``, a new training job on SageMaker),
+and its price is paid before the first epoch. With :class:`JobCosts` passed to the scheduler:
+
+1. **A winning trial keeps running.** A started or resumed job is told (through
+   ``max_resource_attr``) to run to ``max_t``. At each segment end the reporting trial gets
+   CONTINUE when it wins the decision, and PAUSE only when it loses. On Syne Tune's simulator
+   nothing is lost; on a real backend the job trains on between its report and the pause, and
+   Syne Tune drops what it reports after the pause: those epochs are lost, an expected loss
+   (:class:`~syne_dyhpo.core.trials.TrialLifecycle` logs it at INFO and records the epochs as
+   missing, and a resumed job whose checkpoint is ahead of the last result leaves a gap).
+2. **Costs learned from the results' own timestamps** (:class:`JobTimer`): the seconds of an
+   epoch from consecutive results of one job, and the seconds of a start from the time
+   between the decision that started or resumed a job and its first result, less the epochs
+   it reports, apart for new trials and resumes (a new trial's first epoch may take longer
+   than later ones, as LCBench's do: that is part of the price of a new trial, not of a
+   resume). A user may pass the start cost instead (``JobCosts.start_seconds``).
+3. **Expected improvement per expected second.** The acquisition value (log expected
+   improvement) of each candidate has the log of its expected seconds subtracted: the epochs
+   of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
+   is running, pays no start. With free starts and equal segments this shifts every value by
+   the same amount, and the decisions are those of the papers.
+
+The clock of a result is Syne Tune's simulated time ``st_tuner_time`` when the result has it
+(the simulator adds it to every result, and the decisions happen at the time of the last
+result); else the worker's ``st_worker_timestamp`` (``time.time()`` on the worker, added by
+Syne Tune's ``Reporter``) against ``time.time()`` at the decision; else the time the result
+reached the scheduler.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from syne_dyhpo.checks import checked_number
+
+#: the result key of Syne Tune's simulated time (its simulator adds it to every result)
+SIMULATED_TIME = "st_tuner_time"
+#: the result key of the worker's ``time.time()`` (Syne Tune's ``Reporter`` adds it)
+WORKER_TIMESTAMP = "st_worker_timestamp"
+#: the two kinds of job start
+NEW, RESUME = "new", "resume"
+
+
+@dataclass(frozen=True)
+class JobCosts:
+    """Decisions that pay for job starts (see the module docstring): a winning trial keeps
+    running, and each candidate's acquisition value is divided by its expected seconds, a
+    paused or new trial paying a job start. Not in the papers, which treat resumes as free.
+
+    :param start_seconds: seconds a job start (or resume) costs before its first epoch. None
+        (default): learned from the results' timestamps
+    """
+
+    start_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.start_seconds is not None:
+            object.__setattr__(
+                self,
+                "start_seconds",
+                checked_number(
+                    "JobCosts.start_seconds", self.start_seconds, 0.0, np.finfo(float).max,
+                    "a finite number >= 0 or None (learned)",
+                ),
+            )
+
+
+@dataclass
+class _Job:
+    """A running job: when it was started or resumed, and its last result."""
+
+    simulated_start: float | None  # the simulated clock at the start (None: none seen yet, 0)
+    wall_start: float  # time.time() at the start
+    last_epoch: int  # the trial's last epoch when the job started, then the job's last result's
+    new: bool  # a new trial's first job (else a resume)
+    last_time: float | None = None  # time of the job's last result (None: none yet)
+
+
+class JobTimer:
+    """Learns what an epoch and a job start cost from the timestamps of the results, and gives
+    the log of each candidate's expected seconds.
+
+    :param costs: the settings (a given ``start_seconds`` is used instead of the learned one)
+    """
+
+    def __init__(self, costs: JobCosts):
+        self.costs = costs
+        self._simulated_now: float | None = None  # the last simulated time seen
+        self._jobs: dict[int, _Job] = {}
+        self._epoch_seconds_sum = 0.0
+        self._epochs_timed = 0
+        # per kind of start (NEW, RESUME): [seconds from the starts to their first results,
+        # epochs those results reported, starts timed]
+        self._first_results = {NEW: [0.0, 0, 0], RESUME: [0.0, 0, 0]}
+
+    # ----- what the scheduler tells it ---------------------------------------------------
+
+    def job_started(self, trial_id: int, last_epoch: int) -> None:
+        """A job of the trial was started or resumed now.
+
+        :param last_epoch: the trial's last epoch seen (0 for a new trial)
+        """
+        self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0)
+
+    def job_ended(self, trial_id: int) -> None:
+        """The trial's job was paused, stopped, completed or failed: later reports of it are
+        not timed."""
+        self._jobs.pop(trial_id, None)
+
+    def on_result(self, trial_id: int, epoch: int, result: dict[str, Any]) -> None:
+        """A result of the trial's running job (stale epochs, and trials without a job started
+        through :meth:`job_started`, are ignored)."""
+        now, simulated = self._result_time(result)
+        job = self._jobs.get(trial_id)
+        if job is None or epoch <= job.last_epoch:
+            return
+        epochs = epoch - job.last_epoch
+        if job.last_time is None:
+            start = (job.simulated_start or 0.0) if simulated else job.wall_start
+            if now >= start:
+                timed = self._first_results[NEW if job.new else RESUME]
+                timed[0] += now - start
+                timed[1] += epochs
+                timed[2] += 1
+        elif now >= job.last_time:
+            self._epoch_seconds_sum += now - job.last_time
+            self._epochs_timed += epochs
+        job.last_epoch, job.last_time = epoch, now
+
+    def _result_time(self, result: dict[str, Any]) -> tuple[float, bool]:
+        """The result's time, and whether it is simulated time."""
+        value = result.get(SIMULATED_TIME)
+        if value is not None and math.isfinite(float(value)):
+            self._simulated_now = float(value)
+            return self._simulated_now, True
+        value = result.get(WORKER_TIMESTAMP)
+        if value is not None and math.isfinite(float(value)):
+            return float(value), False
+        return time.time(), False
+
+    # ----- what it learned ----------------------------------------------------------------
+
+    @property
+    def epoch_seconds(self) -> float | None:
+        """Mean seconds of an epoch between consecutive results of one job (None: none timed)."""
+        return self._epoch_seconds_sum / self._epochs_timed if self._epochs_timed else None
+
+    @property
+    def start_seconds(self) -> float | None:
+        """Seconds of a job start, new trials and resumes together (see :meth:`start_seconds_of`)."""
+        return self._start_seconds([NEW, RESUME])
+
+    def start_seconds_of(self, kind: str) -> float | None:
+        """``JobCosts.start_seconds`` if given, else the mean time from a job's start to its
+        first result less the epochs that result reports, over the starts of ``kind`` (NEW or
+        RESUME), or over all starts while none of ``kind`` was timed (at least 0; None: not
+        learned yet)."""
+        seconds = self._start_seconds([kind])
+        return self.start_seconds if seconds is None else seconds
+
+    def _start_seconds(self, kinds: list[str]) -> float | None:
+        if self.costs.start_seconds is not None:
+            return self.costs.start_seconds
+        epoch = self.epoch_seconds
+        seconds, epochs, count = (sum(self._first_results[k][i] for k in kinds) for i in range(3))
+        if not count or epoch is None:
+            return None
+        return max(0.0, (seconds - epochs * epoch) / count)
+
+    def log_seconds(self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None) -> np.ndarray | None:
+        """Log of the expected seconds of each candidate's next segment.
+
+        :param epochs: epochs of each candidate's next segment (>= 1)
+        :param pays_start: whether each candidate needs a job start (paused and new trials)
+        :param new: whether each candidate is a new trial (its start is a NEW one, else a
+            RESUME); None: all resumes
+        :return: the logs, or None while no epoch has been timed (costs unknown: the
+            acquisition is used as it is). A start not learned yet counts as free
+        """
+        epoch = self.epoch_seconds
+        if epoch is None:
+            return None
+        pays_start = np.asarray(pays_start, dtype=bool)
+        new = np.zeros(len(pays_start), dtype=bool) if new is None else np.asarray(new, dtype=bool)
+        start = np.where(new, self.start_seconds_of(NEW) or 0.0, self.start_seconds_of(RESUME) or 0.0)
+        seconds = np.asarray(epochs, dtype=float) * epoch + pays_start * start
+        # an epoch timed at 0 s (e.g. results reported together): the smallest positive cost
+        return np.log(np.maximum(seconds, np.finfo(float).tiny))
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "start_seconds_given": self.costs.start_seconds,
+            "epoch_seconds": self.epoch_seconds,
+            "start_seconds": self.start_seconds,
+            "new_start_seconds": self.start_seconds_of(NEW),
+            "resume_seconds": self.start_seconds_of(RESUME),
+            "epochs_timed": self._epochs_timed,
+            "starts_timed": self._first_results[NEW][2] + self._first_results[RESUME][2],
+        }

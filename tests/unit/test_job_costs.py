@@ -1,0 +1,201 @@
+"""Decisions that pay for job starts (:mod:`syne_dyhpo.core.job_costs`): the costs learned from
+the results' timestamps, the acquisition per expected second, and a winning trial that keeps
+running (CONTINUE) while a losing one is paused."""
+
+import logging
+import math
+
+import numpy as np
+import pytest
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+
+from conftest import suggested_trial
+from syne_dyhpo import JobCosts
+from syne_dyhpo.core import job_costs
+from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
+from syne_dyhpo.core.observations import TrialStatus
+from test_scheduler_core import make, start
+
+
+def _sim(epoch, t):
+    return {"epoch": epoch, "loss": 1.0 / epoch, "st_tuner_time": t}
+
+
+# ----- the costs learned from timestamps --------------------------------------------------------
+
+
+def test_epoch_and_start_seconds_from_simulated_result_times():
+    timer = JobTimer(JobCosts())
+    assert timer.epoch_seconds is None and timer.start_seconds is None
+    timer.job_started(0, last_epoch=0)  # at simulated time 0 (no result seen yet)
+    timer.on_result(0, 1, _sim(1, 3.0))  # start 1 s + epoch 2 s
+    assert timer.epoch_seconds is None and timer.start_seconds is None  # no epoch timed yet
+    timer.on_result(0, 2, _sim(2, 5.0))
+    timer.on_result(0, 3, _sim(3, 7.0))
+    assert timer.epoch_seconds == 2.0 and timer.start_seconds == 1.0
+    timer.on_result(0, 3, _sim(3, 9.0))  # a repeated epoch: not timed
+    assert timer.epoch_seconds == 2.0
+    timer.job_ended(0)
+    timer.on_result(0, 4, _sim(4, 50.0))  # a late report of the paused job: not timed
+    timer.job_started(1, last_epoch=0)  # at 50 s, the last time seen
+    timer.on_result(1, 1, _sim(1, 55.0))  # start 3 s + epoch 2 s
+    assert timer.start_seconds == 2.0  # (1 + 3) / 2
+    timer.job_started(0, last_epoch=4)  # a resume at 55 s; its first result reports 2 epochs
+    assert timer.start_seconds_of(RESUME) == 2.0  # no resume timed yet: all starts
+    timer.on_result(0, 6, _sim(6, 63.0))  # start 4 s + 2 epochs of 2 s
+    assert timer.epoch_seconds == 2.0 and timer.start_seconds == pytest.approx((1 + 3 + 4) / 3)
+    assert timer.start_seconds_of(NEW) == 2.0 and timer.start_seconds_of(RESUME) == 4.0
+    # a running trial's epoch, a resume's, a new trial's (3 epochs: 6 s + 2 s)
+    np.testing.assert_allclose(
+        timer.log_seconds(np.array([1, 1, 3]), np.array([False, True, True]), np.array([False, False, True])),
+        np.log([2.0, 6.0, 8.0]),
+    )
+    meta = timer.metadata()
+    assert meta["epochs_timed"] == 2 and meta["starts_timed"] == 3 and meta["start_seconds_given"] is None
+    assert meta["new_start_seconds"] == 2.0 and meta["resume_seconds"] == 4.0
+
+
+def test_worker_timestamps_are_read_against_the_clock_at_the_start(monkeypatch):
+    clock = {"now": 1000.0}
+    monkeypatch.setattr(job_costs.time, "time", lambda: clock["now"])
+    timer = JobTimer(JobCosts())
+    timer.job_started(3, last_epoch=0)
+    clock["now"] = 2000.0  # arrival times are not used when the worker stamped its results
+    timer.on_result(3, 1, {"epoch": 1, "st_worker_timestamp": 1010.0})
+    timer.on_result(3, 2, {"epoch": 2, "st_worker_timestamp": 1014.0})
+    assert timer.epoch_seconds == 4.0 and timer.start_seconds == 6.0
+
+
+def test_a_given_start_cost_is_used_and_bad_ones_are_refused():
+    timer = JobTimer(JobCosts(start_seconds=30))
+    assert timer.start_seconds == 30.0
+    assert timer.log_seconds(np.array([1]), np.array([True])) is None  # no epoch timed: unknown
+    timer.job_started(0, 0)
+    timer.on_result(0, 1, _sim(1, 1.0))
+    timer.on_result(0, 2, _sim(2, 6.0))
+    assert timer.start_seconds == 30.0 and timer.epoch_seconds == 5.0
+    np.testing.assert_allclose(
+        timer.log_seconds(np.array([1, 1, 2]), np.array([False, True, True])), np.log([5.0, 35.0, 40.0])
+    )
+    for bad in (-1.0, math.inf, math.nan, "10", True):
+        with pytest.raises(ValueError, match="JobCosts.start_seconds"):
+            JobCosts(start_seconds=bad)
+
+
+# ----- the acquisition per expected second, CONTINUE and PAUSE ----------------------------------
+
+
+def _running_trial_at_a_segment_end(job_costs, new_value):
+    """Trial 0 runs (epoch 1 at 1 s, epoch 2 at 2 s: 1 s per epoch) and wins its first segment
+    end; at its second its acquisition value is 1.0, a new configuration's ``new_value``."""
+    values = {"new": 0.0}
+    s = make(lambda tid, c: 1.0 if tid == 0 else values["new"], max_t=10, max_resource_attr="stop_at",
+             job_costs=job_costs)
+    t0 = start(s, 0)
+    assert t0.config["stop_at"] == (10 if job_costs is not None else 1)
+    answers = [s.on_trial_result(t0, _sim(1, 1.0))]
+    if answers[0] == D.PAUSE:  # the papers' segments: the winner is paused and resumed at once
+        s.on_trial_remove(t0)
+        assert s.suggest().checkpoint_trial_id == 0
+    values["new"] = new_value
+    answers.append(s.on_trial_result(t0, _sim(2, 2.0)))
+    return s, t0, answers
+
+
+@pytest.mark.parametrize("start_seconds, new_wins", [(0.0, True), (0.5, True), (1.5, False)])
+def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, new_wins):
+    # log EI: the new configuration 0.8 above the running trial; a start of s seconds costs it
+    # log(1 + s) more than the running trial's one epoch of 1 s
+    s, t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
+    assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
+    assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
+
+
+def test_without_job_costs_a_winner_is_paused_at_each_segment_end_and_resumed_at_once():
+    s, t0, answers = _running_trial_at_a_segment_end(None, 0.5)
+    assert answers == [D.PAUSE, D.PAUSE]
+    s.on_trial_remove(t0)
+    sug = s.suggest()
+    assert sug.checkpoint_trial_id == 0 and sug.config["stop_at"] == 3
+
+
+def test_with_job_costs_a_winner_keeps_running_and_a_loser_is_paused_then_resumed_to_max_t():
+    winner = {"id": 0}
+    s = make(lambda tid, c: 2.0 if tid == winner["id"] else (1.0 if tid is None else 0.0), max_t=10,
+             max_resource_attr="stop_at", job_costs=JobCosts(start_seconds=0))
+    t0 = start(s, 0)
+    assert [s.on_trial_result(t0, _sim(e, float(e))) for e in (1, 2, 3)] == [D.CONTINUE] * 3
+    winner["id"] = None  # a new configuration wins: trial 0 loses its decision
+    assert s.on_trial_result(t0, _sim(4, 4.0)) == D.PAUSE
+    s.on_trial_remove(t0)
+    t1 = start(s, 1)
+    assert t1.config["stop_at"] == 10
+    winner["id"] = 0
+    assert s.on_trial_result(t1, _sim(1, 6.0)) == D.PAUSE
+    s.on_trial_remove(t1)
+    sug = s.suggest()
+    assert sug.checkpoint_trial_id == 0 and sug.config["stop_at"] == 10
+    assert s.metadata()["job_costs"]["epoch_seconds"] == 1.0
+
+
+def _trained(costs, seed):
+    """(trial, epoch) in the order one worker trains them, under random preferences."""
+    rng = np.random.RandomState(seed)
+    prefs: dict = {}
+
+    def prefer(tid, config):
+        return prefs.setdefault((tid, config["x"]), rng.uniform(-3, 3))
+
+    s = make(prefer, max_t=6, max_resource_attr="stop_at", job_costs=costs)
+    order, clock = [], {"t": 0.0}
+
+    def value(trial, epoch):
+        order.append((trial.trial_id, epoch))
+        clock["t"] += 1.0
+        return 1.0 / epoch + 0.01 * trial.trial_id
+
+    trials = {}
+    while len(order) < 60:  # one worker as the Tuner drives it, the simulator's clock in every result
+        trial = suggested_trial(s, trials)
+        if trial is None:
+            break
+        answer = D.CONTINUE
+        while answer == D.CONTINUE and len(order) < 60:
+            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": value(trial, epoch), "st_tuner_time": clock["t"]})
+        s.on_trial_remove(trial)
+    return order
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_with_free_starts_the_same_trials_train_the_same_epochs(seed):
+    assert _trained(JobCosts(start_seconds=0), seed) == _trained(None, seed)
+
+
+# ----- expected losses on a real backend --------------------------------------------------------
+
+
+def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missing(caplog):
+    winner = {"id": 0}
+    s = make(lambda tid, c: 2.0 if tid == winner["id"] else 1.0, max_t=10, max_resource_attr="stop_at",
+             job_costs=JobCosts(), num_initial_random=1)
+    t0 = start(s, 0)
+    assert s.on_trial_result(t0, _sim(1, 1.0)) == D.CONTINUE
+    winner["id"] = None
+    assert s.on_trial_result(t0, _sim(2, 2.0)) == D.PAUSE
+    with caplog.at_level(logging.INFO, logger="syne_dyhpo"):
+        # polled: the job trained epoch 3 before it was killed, and that report still came in
+        assert s.on_trial_result(t0, _sim(3, 3.0)) == D.PAUSE
+        s.on_trial_remove(t0)
+        t1 = start(s, 1)
+        winner["id"] = 0
+        assert s.on_trial_result(t1, _sim(1, 4.0)) == D.PAUSE
+        s.on_trial_remove(t1)
+        assert s.suggest().checkpoint_trial_id == 0
+        # its checkpoint was at epoch 4 when it was killed: the resumed job reports epoch 5 first
+        assert s.on_trial_result(t0, _sim(5, 6.0)) == D.CONTINUE
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    lost = [r.getMessage() for r in caplog.records if "lost" in r.getMessage()]
+    assert len(lost) == 2 and all("JobCosts" in m for m in lost)
+    curve = s.observations.trials[0].scores
+    assert curve[:3] == [-1.0, -0.5, -1 / 3] and np.isnan(curve[3]) and curve[4] == -0.2
