@@ -96,16 +96,20 @@ def _multi_fidelity(class_name: str, sampling: str) -> Callable[..., TrialSchedu
 
 
 def _ours(class_name: str) -> Callable[..., TrialScheduler]:
-    """DyHPO or DeepPowerLaw with the table as the candidates' ``configs`` and exact segments
-    (:data:`SEGMENT_END_ATTR`); ``options``: further constructor arguments."""
+    """DyHPO or DeepPowerLaw with the table as the candidates' ``configs`` (in the ``options``
+    given, else the default ones) and exact segments (:data:`SEGMENT_END_ATTR`); ``arguments``:
+    further constructor arguments."""
 
-    def factory(d, cs, configs, seed, **options: Any) -> TrialScheduler:
+    def factory(d, cs, configs, seed, **arguments: Any) -> TrialScheduler:
+        from dataclasses import replace
+
         import syne_dyhpo
 
+        options = arguments.pop("options", syne_dyhpo.FreezeThawOptions())
+        options = replace(options, candidates=replace(options.candidates, configs=configs))
         return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
-            max_t=d.max_t, random_seed=seed, candidates=syne_dyhpo.CandidateOptions(configs=configs),
-            max_resource_attr=SEGMENT_END_ATTR, **options,
+            max_t=d.max_t, random_seed=seed, max_resource_attr=SEGMENT_END_ATTR, options=options, **arguments,
         )
 
     return factory
