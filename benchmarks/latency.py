@@ -16,9 +16,9 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
     PYTHONPATH=. python benchmarks/latency.py                      # 10,000 observations, 1 worker
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO BOHB --max-obs 3000 --bin 500
     PYTHONPATH=. python benchmarks/latency.py --bins 1-500 4501-5000 9501-10000 --n-workers 4
-    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg candidates.num_kept=224
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg options.candidates.num_kept=224
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --scheduler-arg completion=None
-    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg surrogate_config.max_condition_points=1024
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg surrogate.model.max_condition_points=1024
 
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
 training-data building, fit from scratch, refine, conditioning/Cholesky, prediction,
@@ -30,15 +30,16 @@ instead (``benchmarks/runner.py``, 1 worker, budget 20 x max_t)::
 
 ``--scheduler-arg KEY=VALUE`` (repeatable) passes an argument to DyHPO and DeepPowerLaw (not
 to BOHB); ``ARGUMENT.FIELD=VALUE`` changes one field of the method's default ARGUMENT, one of
-``surrogate_config``, ``fit_schedule``, ``completion``, ``candidates``, ``promotion`` (e.g.
-``completion.after=54``, ``candidates.num_kept=224``, ``promotion.probability=0.25``: the
-promotion, off by default, starts from ``SuccessiveHalvingPromotion()``); ``completion=None``
-turns the completion off. With ``--simulator``, ``--methods`` also takes the runner's variant
+``surrogate``, ``completion``, ``depth_gate``, ``options``, FIELD a path through its settings
+objects (e.g. ``completion.after=54``, ``surrogate.fit_schedule.refine_every=15``,
+``options.candidates.num_kept=224``, ``options.promotion.probability=0.25``: the promotion,
+off by default, starts from ``SuccessiveHalvingPromotion()``); ``completion=None`` turns the
+completion off. With ``--simulator``, ``--methods`` also takes the runner's variant
 names (``benchmarks/runner.py``, e.g. ``DyHPO-no-completion``).
 
 ``--log-overhead`` measures what the decision log costs (DyHPO and DeepPowerLaw): each method is
 run with its log written to a CSV file, timing the log's own code inside the scheduler calls,
-and again with ``log_decisions=False``; it prints the log's share of the decision time and the
+and again with ``FreezeThawOptions.log_decisions=False``; it prints the log's share of the decision time and the
 ratio of the two runs' mean ms per decision::
 
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --max-obs 2000 --log-overhead
@@ -64,7 +65,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.defaults import FIELD_ARGUMENTS, settings_class  # noqa: E402 (after the path fix)
+from benchmarks.defaults import FIELD_ARGUMENTS, changed_argument  # noqa: E402 (after the path fix)
 
 METHODS = ("DyHPO", "DeepPowerLaw", "BOHB")
 
@@ -124,8 +125,9 @@ class PowerLawTask:
 
 def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
     """:param options: further arguments of DyHPO or DeepPowerLaw (ignored for BOHB); a key
-        ``"ARGUMENT.FIELD"`` (ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS``, e.g.
-        ``"completion.after"``) changes that field of the method's default ARGUMENT"""
+        ``"ARGUMENT.FIELD"`` (ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS``, FIELD a
+        dotted path, e.g. ``"completion.after"``, ``"options.candidates.num_kept"``) changes
+        that field of the method's default ARGUMENT"""
     space = config_space()
     if method == "BOHB":
         from syne_tune.optimizer.baselines import BOHB
@@ -141,7 +143,7 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
             fields.setdefault(argument, {})[field] = value
         else:
             arguments[key] = value
-    arguments.update({argument: settings_class(method, argument)(**changes) for argument, changes in fields.items()})
+    arguments.update({argument: changed_argument(method, argument, changes) for argument, changes in fields.items()})
     return getattr(syne_dyhpo, method)(space, metric="loss", do_minimize=True, time_attr="epoch", max_t=max_t,
                                        random_seed=seed, **arguments)
 
@@ -408,7 +410,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)")
     p.add_argument("--scheduler-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable); "
-                        "ARGUMENT.FIELD=VALUE changes a field of its default ARGUMENT "
+                        "ARGUMENT.FIELD=VALUE changes a field (a dotted path) of its default ARGUMENT "
                         f"(one of {', '.join(FIELD_ARGUMENTS)})")
     p.add_argument("--max-obs", type=int, default=10_000, help="observations per method")
     p.add_argument("--bin", type=int, default=500, help="bin width (observations)")
@@ -444,12 +446,15 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def scheduler_arg(text: str) -> tuple[str, Any]:
     """``"KEY=VALUE"`` -> ``(KEY, VALUE)``, VALUE a Python literal (a bare word stays a string);
-    KEY may be ``ARGUMENT.FIELD`` with ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS``."""
+    KEY may be ``ARGUMENT.FIELD`` with ARGUMENT one of ``benchmarks.defaults.FIELD_ARGUMENTS`` and
+    FIELD a dotted path through its settings objects."""
     import ast
 
     key, sep, value = text.partition("=")
     argument, dot, field = key.partition(".")
-    valid = argument.isidentifier() and (not dot or (argument in FIELD_ARGUMENTS and field.isidentifier()))
+    valid = argument.isidentifier() and (
+        not dot or (argument in FIELD_ARGUMENTS and all(part.isidentifier() for part in field.split(".")))
+    )
     if not sep or not valid:
         raise argparse.ArgumentTypeError(
             f"--scheduler-arg must be KEY=VALUE or ARGUMENT.FIELD=VALUE with ARGUMENT one of {FIELD_ARGUMENTS}, "
@@ -579,7 +584,7 @@ def log_overhead_line(method: str, args) -> str:
                 setattr(owner, name, fn)
     cpu_off: list[float] = []
     drive(method, len(cpu_on), n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-          time_limit=args.time_limit, cpu=cpu_off, options={**args.options, "log_decisions": False})
+          time_limit=args.time_limit, cpu=cpu_off, options={**args.options, "options.log_decisions": False})
     on, off = sum(cpu_on), sum(cpu_off)
     return (f"{method}: decision log {1000 * spent[0] / len(cpu_on):.3f} ms of {1000 * on / len(cpu_on):.2f} ms CPU "
             f"per decision ({100 * spent[0] / on:.2f} %), {len(cpu_on)} observations; without the log "

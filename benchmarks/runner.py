@@ -39,6 +39,7 @@ from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 from syne_dyhpo.core.job_costs import JobCosts
+from syne_dyhpo.core.options import FreezeThawOptions
 from benchmarks.wallclock import (
     EPOCHS,
     JOBS_FILE,
@@ -97,16 +98,20 @@ def _multi_fidelity(class_name: str, sampling: str) -> Callable[..., TrialSchedu
 
 
 def _ours(class_name: str) -> Callable[..., TrialScheduler]:
-    """DyHPO or DeepPowerLaw with the table as the candidates' ``configs`` and exact segments
-    (:data:`SEGMENT_END_ATTR`); ``options``: further constructor arguments."""
+    """DyHPO or DeepPowerLaw with the table as the candidates' ``configs`` (in the ``options``
+    given, else the default ones) and exact segments (:data:`SEGMENT_END_ATTR`); ``arguments``:
+    further constructor arguments."""
 
-    def factory(d, cs, configs, seed, **options: Any) -> TrialScheduler:
+    def factory(d, cs, configs, seed, **arguments: Any) -> TrialScheduler:
+        from dataclasses import replace
+
         import syne_dyhpo
 
+        options = arguments.pop("options", syne_dyhpo.FreezeThawOptions())
+        options = replace(options, candidates=replace(options.candidates, configs=configs))
         return getattr(syne_dyhpo, class_name)(
             cs, metric=d.metric, do_minimize=d.do_minimize, time_attr=d.time_attr,
-            max_t=d.max_t, random_seed=seed, candidates=syne_dyhpo.CandidateOptions(configs=configs),
-            max_resource_attr=SEGMENT_END_ATTR, **options,
+            max_t=d.max_t, random_seed=seed, max_resource_attr=SEGMENT_END_ATTR, options=options, **arguments,
         )
 
     return factory
@@ -135,7 +140,7 @@ PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 #: Our methods paying for job starts (syne_dyhpo.core.job_costs): a winning trial keeps running,
 #: the acquisition is weighed by each candidate's expected seconds, costs learned from the
 #: results' timestamps; every other default kept
-JOB_COSTS: dict[str, Any] = {"job_costs": JobCosts()}
+JOB_COSTS: dict[str, Any] = {"options": FreezeThawOptions(job_costs=JobCosts())}
 
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours sets one deviation from the papers to the papers' setting, or all of them

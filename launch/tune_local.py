@@ -22,7 +22,7 @@ Lost checkpoints: by default a trial whose checkpoint is missing or corrupt fail
 (the script exits with status 1, Syne Tune marks the trial failed, the scheduler
 never resumes it and tuning goes on). ``--restart-on-lost-checkpoint`` instead
 restarts it from epoch 1 (script ``--on_checkpoint_error restart`` and scheduler
-``checkpoints=PausedCheckpoints(restart_if_lost=True)``).
+``options=FreezeThawOptions(checkpoints=PausedCheckpoints(restart_if_lost=True))``).
 """
 
 from __future__ import annotations
@@ -177,14 +177,21 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], restart_if_lost: bool = False, **options: Any):
+def build_scheduler(
+    args: argparse.Namespace,
+    config_space: dict[str, Any],
+    restart_if_lost: bool = False,
+    budget_step: int = 1,
+    candidates: Any = None,
+):
     """The scheduler ``args`` ask for (see :func:`add_tuning_arguments`) on the digits MLP.
 
     :param restart_if_lost: ``PausedCheckpoints.restart_if_lost`` (a resumed trial that lost
         its checkpoint restarts from scratch instead of failing)
-    :param options: Further scheduler arguments, e.g. those only this launcher takes
+    :param budget_step: ``FreezeThawOptions.budget_step`` (epochs per decision)
+    :param candidates: ``FreezeThawOptions.candidates``; None: ``CandidateOptions()``
     """
-    from syne_dyhpo import DeepPowerLaw, DyHPO, PausedCheckpoints
+    from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO, FreezeThawOptions, PausedCheckpoints
 
     cls = {"dyhpo": DyHPO, "dpl": DeepPowerLaw}[args.method]
     return cls(
@@ -194,9 +201,12 @@ def build_scheduler(args: argparse.Namespace, config_space: dict[str, Any], rest
         time_attr=RESOURCE_ATTR,
         max_t=args.max_epochs,
         max_resource_attr=MAX_RESOURCE_ATTR,
-        checkpoints=PausedCheckpoints(max_kept=args.max_kept_paused, restart_if_lost=restart_if_lost),
         random_seed=args.seed,
-        **options,
+        options=FreezeThawOptions(
+            candidates=CandidateOptions() if candidates is None else candidates,
+            budget_step=budget_step,
+            checkpoints=PausedCheckpoints(max_kept=args.max_kept_paused, restart_if_lost=restart_if_lost),
+        ),
     )
 
 

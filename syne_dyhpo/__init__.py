@@ -10,9 +10,11 @@
   :mod:`syne_dyhpo.checkpointing` (a strict checkpoint helper for training scripts).
 
 Each method's settings classes have the method's defaults, and each has one ``paper()``
-where the paper's settings differ: DyHPO's :class:`DeepKernelGPConfig`,
-:class:`DyHPOFitSchedule` and :class:`DyHPOCompletion`; Deep Power Law's
-:class:`PowerLawConfig`, :class:`DeepPowerLawFitSchedule` and :class:`DeepPowerLawCompletion`.
+where the paper's settings differ: DyHPO's :class:`DyHPOSurrogate` (holding
+:class:`DeepKernelGPConfig` and :class:`DyHPOFitSchedule`) and :class:`DyHPOCompletion`; Deep
+Power Law's :class:`DeepPowerLawSurrogate` (holding :class:`PowerLawConfig` and
+:class:`DeepPowerLawFitSchedule`) and :class:`DeepPowerLawCompletion`. The core's further
+settings, shared by both, are :class:`FreezeThawOptions`.
 :data:`DYHPO_COMPLETION` and :data:`DEEP_POWER_LAW_COMPLETION` are ``DyHPOCompletion()`` and
 ``DeepPowerLawCompletion()``.
 The public names are imported on first use, so that a training script importing only
@@ -35,12 +37,15 @@ _PUBLIC = {
     "DeepPowerLaw": "syne_dyhpo.methods.deep_power_law",
     "DeepPowerLawCompletion": "syne_dyhpo.methods.deep_power_law",
     "DeepPowerLawFitSchedule": "syne_dyhpo.methods.deep_power_law",
+    "DeepPowerLawSurrogate": "syne_dyhpo.methods.deep_power_law",
     "DEEP_POWER_LAW_COMPLETION": ("syne_dyhpo.methods.deep_power_law", "DEFAULT_COMPLETION"),
     "DyHPO": "syne_dyhpo.methods.dyhpo",
     "DyHPOCompletion": "syne_dyhpo.methods.dyhpo",
     "DyHPOFitSchedule": "syne_dyhpo.methods.dyhpo",
+    "DyHPOSurrogate": "syne_dyhpo.methods.dyhpo",
     "DYHPO_COMPLETION": ("syne_dyhpo.methods.dyhpo", "DEFAULT_COMPLETION"),
     "FitSchedule": "syne_dyhpo.core.policy",
+    "FreezeThawOptions": "syne_dyhpo.core.options",
     "FreezeThawScheduler": "syne_dyhpo.core.scheduler",
     "PowerLawConfig": "syne_dyhpo.surrogates.power_law",
 }

@@ -649,7 +649,7 @@ def ray_scheduler(
     :param max_num_trials: see :class:`FreezeThawRayScheduler`
     :param max_total_epochs: see :class:`FreezeThawRayScheduler`
     :param kwargs: further arguments of the method's constructor (``time_attr``,
-        ``budget_step``, ``candidates``, ``completion``, ``random_seed``, surrogate settings, ...)
+        ``random_seed``, ``surrogate``, ``completion``, ``depth_gate``, ``options``, ...)
     """
     if mode not in ("min", "max"):
         raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")

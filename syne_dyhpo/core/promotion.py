@@ -20,7 +20,7 @@ class SuccessiveHalvingPromotion:
     ``1 / reduction_factor`` of all values seen at that epoch is resumed; if none qualifies,
     the surrogate decides as usual. Counters acquisitions that keep favouring new
     configurations. Syne Tune's former DyHPO used ``probability=0.25``; the papers use no
-    promotion (a scheduler's ``promotion=None``, the default).
+    promotion (``FreezeThawOptions.promotion=None``, the default).
 
     :param probability: probability of trying a promotion before consulting the surrogate,
         in [0, 1]. Defaults to 0.25

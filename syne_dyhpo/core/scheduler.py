@@ -41,17 +41,15 @@ from syne_tune.tuner_callback import TunerCallback
 
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core import decision_log
-from syne_dyhpo.core.candidates import CandidateOptions
-from syne_dyhpo.core.checkpoints import PausedCheckpoints
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.jobs import job_end, parse_result
-from syne_dyhpo.core.job_costs import JobCosts, JobTimer
+from syne_dyhpo.core.job_costs import JobTimer
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.offers import NewConfigOffers
+from syne_dyhpo.core.options import FreezeThawOptions, checked_instance
 from syne_dyhpo.core.policy import SurrogatePolicy
-from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
 from syne_dyhpo.core.restore import restore_tuner
 from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
 from syne_dyhpo.core.tuner_link import RetiredCheckpointRemoval, calling_tuner, log_folder
@@ -66,13 +64,6 @@ _ACTIONS = {
 }
 
 
-def _check_type(name: str, value: Any, cls: type, allow_none: bool = False) -> None:
-    if not (isinstance(value, cls) or (allow_none and value is None)):
-        article = "an" if cls.__name__[0] in "AEIOU" else "a"
-        expected = f"{article} {cls.__name__}" + (" or None" if allow_none else "")
-        raise ValueError(f"{name} must be {expected}, got {value!r}")
-
-
 class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     """Pause-and-resume scheduler that gives one budget step at a time to the candidate its
     policy scores best.
@@ -84,35 +75,19 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
     :param do_minimize: True if the metric is minimised. Defaults to True
     :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
         "epoch"
-    :param budget_step: epochs a trial runs per decision. Defaults to 1 (the papers)
-    :param candidates: how new configurations are offered
-        (:class:`~syne_dyhpo.core.candidates.CandidateOptions`): how many are scored per
-        decision and kept for the next, how many are started at random first, and optionally
-        the finite set they are drawn from (e.g. a tabular benchmark's rows). Defaults to
-        ``CandidateOptions()``: 256 fresh draws from ``config_space`` per decision, one random
-        start
     :param max_resource_attr: optional config key the training script reads as "stop after
         this epoch"; set to the end of the current segment on every start and resume, so a
         real job stops exactly where the scheduler wants (every decision then pauses the
         trial; if it wins again it is resumed at once). Once a finite pool of configurations
-        (``candidates.configs``, or a small finite space) is nearly used up, it is set to
-        ``max_t`` instead and a winning trial just continues: Syne Tune's Tuner never asks
+        (``options.candidates.configs``, or a small finite space) is nearly used up, it is set
+        to ``max_t`` instead and a winning trial just continues: Syne Tune's Tuner never asks
         again after a ``suggest()`` that found nothing to run, so trials whose jobs stop at
         every segment end could otherwise be left paused for good
-    :param checkpoints: housekeeping of paused trials' checkpoints
-        (:class:`~syne_dyhpo.core.checkpoints.PausedCheckpoints`): an optional cap on the
-        paused trials kept resumable (the others, ranked lowest by the acquisition, are retired
-        and their checkpoints deleted), and whether a resumed trial that lost its checkpoint is
-        failed or restarted from scratch. Defaults to ``PausedCheckpoints()``: every paused
-        trial kept, a lost checkpoint fails its trial
-    :param promotion: successive-halving promotions tried before consulting the surrogate
-        (:class:`~syne_dyhpo.core.promotion.SuccessiveHalvingPromotion`; Syne Tune's former
-        DyHPO used one with probability 0.25). Defaults to None (the papers)
     :param random_seed: seed of all randomness (candidate sampling, surrogate training)
     :param points_to_evaluate: configurations started first, in the given order, before any
-        random or model-based choice (each must be complete and, with ``candidates.configs``,
-        one of them). As in Syne Tune 0.16's searchers, None means none (0.16 no longer
-        starts from the space's default configuration)
+        random or model-based choice (each must be complete and, with
+        ``options.candidates.configs``, one of them). As in Syne Tune 0.16's searchers, None
+        means none (0.16 no longer starts from the space's default configuration)
     :param completion: the incumbent completion
         (:class:`~syne_dyhpo.core.completion.IncumbentCompletion`): the next segment goes to
         the leading trial whenever it may get it, so that the best configurations are trained
@@ -126,16 +101,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Its settings are read, never changed.
         Defaults to ``DepthGate()`` (three quarters of the values at each epoch in
         contention); None is the papers (every paused trial is a candidate)
-    :param job_costs: decisions that pay for job starts
-        (:class:`~syne_dyhpo.core.job_costs.JobCosts`): jobs are told to run to ``max_t``, a
-        winning trial keeps running (CONTINUE) and is paused only when it loses, and each
-        candidate's acquisition value is divided by its expected seconds (a paused or new
-        trial pays a job start), the costs learned from the results' timestamps. Defaults to
-        None (the papers: resumes are free, and with ``max_resource_attr`` every segment is a
-        job of its own)
-    :param log_decisions: keep the decision log (:meth:`decision_log`; written into the Tuner's
-        experiment folder as it grows, see :mod:`syne_dyhpo.core.decision_log`). Defaults to
-        True
+    :param options: the core's further settings
+        (:class:`~syne_dyhpo.core.options.FreezeThawOptions`: ``candidates``, ``budget_step``,
+        ``checkpoints``, ``promotion``, ``job_costs``, ``log_decisions``). Defaults to ``FreezeThawOptions()``
     """
 
     def __init__(
@@ -148,16 +116,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         completion: IncumbentCompletion | None,
         do_minimize: bool = True,
         time_attr: str = "epoch",
-        budget_step: int = 1,
-        candidates: CandidateOptions = CandidateOptions(),
         max_resource_attr: str | None = None,
-        checkpoints: PausedCheckpoints = PausedCheckpoints(),
-        promotion: SuccessiveHalvingPromotion | None = None,
         random_seed: int | None = None,
         points_to_evaluate: Sequence[dict[str, Any]] | None = None,
         depth_gate: DepthGate | None = DepthGate(),
-        job_costs: JobCosts | None = None,
-        log_decisions: bool = True,
+        options: FreezeThawOptions = FreezeThawOptions(),
     ):
         # numpy's RandomState takes seeds in [0, 2**32 - 1]
         random_seed = checked_integer(
@@ -172,13 +135,12 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         do_minimize = checked_flag("do_minimize", do_minimize)
         # integral floats pass: max_t is often read from a blackbox's fidelities (52.0)
         max_t = checked_integer("max_t", max_t, 1, integral_floats=True)
-        budget_step = checked_integer("budget_step", budget_step, 1, integral_floats=True)
-        _check_type("candidates", candidates, CandidateOptions)
-        _check_type("completion", completion, IncumbentCompletion, allow_none=True)
-        _check_type("promotion", promotion, SuccessiveHalvingPromotion, allow_none=True)
-        _check_type("depth_gate", depth_gate, DepthGate, allow_none=True)
-        _check_type("checkpoints", checkpoints, PausedCheckpoints)
-        _check_type("job_costs", job_costs, JobCosts, allow_none=True)
+        checked_instance("completion", completion, IncumbentCompletion, allow_none=True)
+        checked_instance("depth_gate", depth_gate, DepthGate, allow_none=True)
+        checked_instance("options", options, FreezeThawOptions)
+        budget_step, candidates, checkpoints, promotion, job_costs = (
+            options.budget_step, options.candidates, options.checkpoints, options.promotion, options.job_costs)
+        self.options = options
         self.config_space = config_space
         self.metric = metric
         self.do_minimize = bool(do_minimize)
@@ -225,7 +187,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         self._workers_seen = 1  # most trials running at once, plus the free worker asking
         self._checkpoints_to_delete: list[int] = []
         self._restore_pending = False  # True once unpickled, until restore() is done
-        self._log = decision_log.DecisionLog(enabled=checked_flag("log_decisions", log_decisions))
+        self._log = decision_log.DecisionLog(enabled=options.log_decisions)
 
     # ----- Syne Tune callbacks ---------------------------------------------------------------
 

@@ -209,8 +209,8 @@ class TrialLifecycle:
         if not self.restart_if_lost:
             logger.warning(
                 f"trial_id {tid} was resumed after epoch {record.last_epoch} but reported epoch 1: "
-                "its checkpoint is missing or unreadable. Marked failed (pass "
-                "checkpoints=PausedCheckpoints(restart_if_lost=True) to restart such trials from scratch)"
+                "its checkpoint is missing or unreadable. Marked failed (pass options=FreezeThawOptions("
+                "checkpoints=PausedCheckpoints(restart_if_lost=True)) to restart such trials from scratch)"
             )
             record.status = TrialStatus.FAILED
             return ResultAction.STOP

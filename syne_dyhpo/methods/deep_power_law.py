@@ -5,15 +5,24 @@ expected improvement of the predicted score at the maximum budget."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
+from syne_dyhpo.checks import checked_choice
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.completion import IncumbentCompletion
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import DEFAULT_NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.options import FreezeThawOptions
+from syne_dyhpo.core.policy import (
+    DEFAULT_NORMALISATION_SCORES,
+    NORMALISATION_SCORES,
+    FitSchedule,
+    FittedModel,
+    SurrogatePolicy,
+)
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.methods.settings import checked_settings
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble
@@ -81,28 +90,77 @@ class DeepPowerLawCompletion(IncumbentCompletion):
 DEFAULT_COMPLETION = DeepPowerLawCompletion()
 
 
-class DeepPowerLaw(FreezeThawScheduler):
-    """Deep Power Law: ensemble of nets mapping a config to power-law coefficients + EI of
-    the predicted value at ``max_t``; each decision advances the winner by one budget step.
+@dataclass(frozen=True)
+class DeepPowerLawSurrogate:
+    """Deep Power Law's surrogate settings: the power-law ensemble, when it is trained, and
+    the scores its outcome normalisation is fitted on. Changing a field changes only that
+    field; :meth:`paper` is the paper's.
 
-    Arguments are those of :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
-    (``do_minimize``, ``time_attr``, ``random_seed``, ...: pass them by keyword) plus the
-    following. Each settings argument's default is its class's instance with no arguments, so
-    changing one field changes only that field (``PowerLawConfig(lr=0.05)``); the paper's
-    settings are each class's ``paper()``, and ``None`` where the paper has no such mechanism
-    (``completion``, ``depth_gate``).
-
-    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
-    :param surrogate_config: settings of the ensemble. Defaults to ``PowerLawConfig()``;
+    :param model: settings of the ensemble. Defaults to ``PowerLawConfig()``;
         ``PowerLawConfig.paper()`` is the paper's
     :param fit_schedule: when the ensemble is refitted from scratch or refined. Defaults to
         ``DeepPowerLawFitSchedule()``; ``DeepPowerLawFitSchedule.paper()`` is the authors'
     :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
-        on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``
+        on (the paper does not normalise): one of
+        :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`, explained in
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`. Defaults to
+        ``"trials_if_alike"``
+    """
+
+    model: PowerLawConfig = PowerLawConfig()
+    fit_schedule: DeepPowerLawFitSchedule = DeepPowerLawFitSchedule()
+    normalisation_scores: str = DEFAULT_NORMALISATION_SCORES
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        checked_settings("DeepPowerLaw", f"{name}.model", self.model, PowerLawConfig)
+        checked_settings("DeepPowerLaw", f"{name}.fit_schedule", self.fit_schedule, DeepPowerLawFitSchedule)
+        object.__setattr__(self, "normalisation_scores", checked_choice(
+            f"{name}.normalisation_scores", self.normalisation_scores, NORMALISATION_SCORES))
+
+    @classmethod
+    def paper(cls) -> "DeepPowerLawSurrogate":
+        """The paper's ensemble and the authors' fit schedule (the paper does not normalise
+        scores: ``normalisation_scores`` keeps its default, docs/deviations.md)."""
+        return cls(model=PowerLawConfig.paper(), fit_schedule=DeepPowerLawFitSchedule.paper())
+
+
+class DeepPowerLaw(FreezeThawScheduler):
+    """Deep Power Law: ensemble of nets mapping a config to power-law coefficients + EI of
+    the predicted value at ``max_t``; each decision advances the winner by one budget step.
+
+    The arguments follow Syne Tune's schedulers (``config_space``, ``metric``, ``do_minimize``,
+    ``time_attr``, ``max_t``, ``max_resource_attr``, ``random_seed``, ``points_to_evaluate``);
+    the method's settings are settings objects. Each one's default is its class's instance
+    with no arguments, so changing one field changes only that field
+    (``DeepPowerLawSurrogate(model=PowerLawConfig(lr=0.05))``); the paper's settings are each
+    class's ``paper()``, and ``None`` where the paper has no such mechanism (``completion``,
+    ``depth_gate``).
+
+    :param config_space: Syne Tune configuration space
+    :param metric: name of the metric to optimise, a key of the reported results
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
+    :param do_minimize: True if the metric is minimised. Defaults to True
+    :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
+        "epoch"
+    :param max_resource_attr: optional config key the training script reads as "stop after
+        this epoch", set to the end of each segment (see
+        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). Defaults to None
+    :param random_seed: seed of all randomness (candidate sampling, surrogate training).
+        Defaults to None
+    :param points_to_evaluate: configurations started first, in the given order. Defaults to
+        None (none)
+    :param surrogate: the ensemble, its fit schedule and normalisation
+        (:class:`DeepPowerLawSurrogate`). Defaults to ``DeepPowerLawSurrogate()``;
+        ``DeepPowerLawSurrogate.paper()`` is the paper's
     :param completion: the incumbent completion. Defaults to ``DeepPowerLawCompletion()``;
         None is the paper (no completion)
+    :param depth_gate: the trials the acquisition may deepen are those in contention at their
+        last epoch (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Defaults to
+        ``DepthGate()``; None is the paper (no gate)
+    :param options: the freeze-thaw core's further settings
+        (:class:`~syne_dyhpo.core.options.FreezeThawOptions`: candidates, budget step,
+        paused checkpoints, promotion, decision log). Defaults to ``FreezeThawOptions()``
     """
 
     def __init__(
@@ -111,19 +169,35 @@ class DeepPowerLaw(FreezeThawScheduler):
         metric: str,
         *,
         max_t: int,
-        surrogate_config: PowerLawConfig = PowerLawConfig(),
-        fit_schedule: DeepPowerLawFitSchedule = DeepPowerLawFitSchedule(),
-        normalisation_scores: str = DEFAULT_NORMALISATION_SCORES,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_resource_attr: str | None = None,
+        random_seed: int | None = None,
+        points_to_evaluate: Sequence[dict[str, Any]] | None = None,
+        surrogate: DeepPowerLawSurrogate = DeepPowerLawSurrogate(),
         completion: DeepPowerLawCompletion | None = DEFAULT_COMPLETION,
-        **kwargs: Any,
+        depth_gate: DepthGate | None = DepthGate(),
+        options: FreezeThawOptions = FreezeThawOptions(),
     ):
-        checked_settings("DeepPowerLaw", "surrogate_config", surrogate_config, PowerLawConfig)
-        checked_settings("DeepPowerLaw", "fit_schedule", fit_schedule, DeepPowerLawFitSchedule)
+        checked_settings("DeepPowerLaw", "surrogate", surrogate, DeepPowerLawSurrogate)
         checked_settings("DeepPowerLaw", "completion", completion, DeepPowerLawCompletion, allow_none=True)
         policy = SurrogatePolicy(
-            surrogate=PowerLawEnsemble(surrogate_config),
+            surrogate=PowerLawEnsemble(surrogate.model),
             acquisition=MaxBudgetLogEI.from_observations,
-            schedule=fit_schedule,
-            normalisation_scores=normalisation_scores,
+            schedule=surrogate.fit_schedule,
+            normalisation_scores=surrogate.normalisation_scores,
         )
-        super().__init__(config_space, metric, policy, max_t=max_t, completion=completion, **kwargs)
+        super().__init__(
+            config_space,
+            metric,
+            policy,
+            max_t=max_t,
+            completion=completion,
+            do_minimize=do_minimize,
+            time_attr=time_attr,
+            max_resource_attr=max_resource_attr,
+            random_seed=random_seed,
+            points_to_evaluate=points_to_evaluate,
+            depth_gate=depth_gate,
+            options=options,
+        )

@@ -6,16 +6,24 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from syne_dyhpo.acquisition import LogExpectedImprovement
-from syne_dyhpo.checks import checked_flag
+from syne_dyhpo.checks import checked_choice, checked_flag
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.completion import IncumbentCompletion
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.observations import Observations
-from syne_dyhpo.core.policy import DEFAULT_NORMALISATION_SCORES, FitSchedule, FittedModel, SurrogatePolicy
+from syne_dyhpo.core.options import FreezeThawOptions
+from syne_dyhpo.core.policy import (
+    DEFAULT_NORMALISATION_SCORES,
+    NORMALISATION_SCORES,
+    FitSchedule,
+    FittedModel,
+    SurrogatePolicy,
+)
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
 from syne_dyhpo.methods.settings import checked_settings
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGP, DeepKernelGPConfig
@@ -121,35 +129,89 @@ class DyHPOCompletion(IncumbentCompletion):
 DEFAULT_COMPLETION = DyHPOCompletion()
 
 
-class DyHPO(FreezeThawScheduler):
-    """DyHPO: deep-kernel GP over (config, budget, learning curve) + multi-fidelity EI; each
-    decision advances the winner by one budget step.
+@dataclass(frozen=True)
+class DyHPOSurrogate:
+    """DyHPO's surrogate settings: the deep-kernel GP, when it is trained, the scores its
+    outcome normalisation is fitted on, and whether it is conditioned on running trials.
+    Changing a field changes only that field; :meth:`paper` is the paper's.
 
-    Arguments are those of :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
-    (``do_minimize``, ``time_attr``, ``random_seed``, ...: pass them by keyword) plus the
-    following. Each settings argument's default is its class's instance with no arguments, so
-    changing one field changes only that field (``DeepKernelGPConfig(lr=0.05)``); the paper's
-    settings are each class's ``paper()``, and ``None`` where the paper has no such mechanism
-    (``completion``, ``depth_gate``).
-
-    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
-    :param surrogate_config: training settings of the deep-kernel GP. Defaults to
-        ``DeepKernelGPConfig()``; ``DeepKernelGPConfig.paper()`` is the paper's
+    :param model: training settings of the deep-kernel GP. Defaults to ``DeepKernelGPConfig()``;
+        ``DeepKernelGPConfig.paper()`` is the paper's
     :param fit_schedule: when the GP is refitted from scratch / refined / only conditioned on
         new data. Defaults to ``DyHPOFitSchedule()``; ``DyHPOFitSchedule.paper()`` is the
         authors', :data:`MISFIT_FIT_SCHEDULE` a cheaper one
+    :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
+        on (the paper does not normalise): one of
+        :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`, explained in
+        :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`. Defaults to
+        ``"trials_if_alike"``
     :param condition_on_running: with several workers, condition the GP's predictions on the
         results the running trials will report at the end of their segments, as if each came
         out at its predicted mean (the kriging believer of asynchronous BO; not in the paper,
         whose experiments use one worker): means are unchanged, candidates correlated with a
         running trial become less uncertain, so free workers spread out instead of chasing
         what a running trial is already finding out. Defaults to False (the paper)
-    :param normalisation_scores: the scores the surrogate's outcome normalisation is fitted
-        on (neither paper normalises): one of :data:`~syne_dyhpo.core.policy.NORMALISATION_SCORES`,
-        explained in :meth:`~syne_dyhpo.core.policy.SurrogatePolicy.transform_scores`.
-        Defaults to ``"trials_if_alike"``
+    """
+
+    model: DeepKernelGPConfig = DeepKernelGPConfig()
+    fit_schedule: DyHPOFitSchedule = DyHPOFitSchedule()
+    normalisation_scores: str = DEFAULT_NORMALISATION_SCORES
+    condition_on_running: bool = False
+
+    def __post_init__(self) -> None:
+        name = type(self).__name__
+        checked_settings("DyHPO", f"{name}.model", self.model, DeepKernelGPConfig)
+        checked_settings("DyHPO", f"{name}.fit_schedule", self.fit_schedule, DyHPOFitSchedule)
+        # frozen: the checked values are stored in their canonical types
+        object.__setattr__(self, "normalisation_scores", checked_choice(
+            f"{name}.normalisation_scores", self.normalisation_scores, NORMALISATION_SCORES))
+        object.__setattr__(
+            self, "condition_on_running", checked_flag(f"{name}.condition_on_running", self.condition_on_running)
+        )
+
+    @classmethod
+    def paper(cls) -> "DyHPOSurrogate":
+        """The paper's GP and the authors' fit schedule (the paper does not normalise scores:
+        ``normalisation_scores`` keeps its default, docs/deviations.md)."""
+        return cls(model=DeepKernelGPConfig.paper(), fit_schedule=DyHPOFitSchedule.paper())
+
+
+class DyHPO(FreezeThawScheduler):
+    """DyHPO: deep-kernel GP over (config, budget, learning curve) + multi-fidelity EI; each
+    decision advances the winner by one budget step.
+
+    The arguments follow Syne Tune's schedulers (``config_space``, ``metric``, ``do_minimize``,
+    ``time_attr``, ``max_t``, ``max_resource_attr``, ``random_seed``, ``points_to_evaluate``);
+    the method's settings are settings objects. Each one's default is its class's instance
+    with no arguments, so changing one field changes only that field
+    (``DyHPOSurrogate(model=DeepKernelGPConfig(lr=0.05))``); the paper's settings are each
+    class's ``paper()``, and ``None`` where the paper has no such mechanism (``completion``,
+    ``depth_gate``).
+
+    :param config_space: Syne Tune configuration space
+    :param metric: name of the metric to optimise, a key of the reported results
+    :param max_t: maximum budget (epochs) of a trial; trials are stopped there. Required
+    :param do_minimize: True if the metric is minimised. Defaults to True
+    :param time_attr: name of the budget (epoch) key of the reported results. Defaults to
+        "epoch"
+    :param max_resource_attr: optional config key the training script reads as "stop after
+        this epoch", set to the end of each segment (see
+        :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`). Defaults to None
+    :param random_seed: seed of all randomness (candidate sampling, surrogate training).
+        Defaults to None
+    :param points_to_evaluate: configurations started first, in the given order. Defaults to
+        None (none)
+    :param surrogate: the GP, its fit schedule, normalisation and conditioning on running
+        trials (:class:`DyHPOSurrogate`). Defaults to ``DyHPOSurrogate()``;
+        ``DyHPOSurrogate.paper()`` is the paper's
     :param completion: the incumbent completion. Defaults to ``DyHPOCompletion()``; None is
         the paper (no completion)
+    :param depth_gate: the trials the acquisition may deepen are those in contention at their
+        last epoch (:class:`~syne_dyhpo.core.depth_gate.DepthGate`). Defaults to
+        ``DepthGate()``; None is the paper (no gate)
+    :param options: the freeze-thaw core's further settings
+        (:class:`~syne_dyhpo.core.options.FreezeThawOptions`: candidates, budget step,
+        paused checkpoints, promotion, decision log). Defaults to ``FreezeThawOptions()``
     """
 
     def __init__(
@@ -158,23 +220,24 @@ class DyHPO(FreezeThawScheduler):
         metric: str,
         *,
         max_t: int,
-        surrogate_config: DeepKernelGPConfig = DeepKernelGPConfig(),
-        fit_schedule: DyHPOFitSchedule = DyHPOFitSchedule(),
-        condition_on_running: bool = False,
-        normalisation_scores: str = DEFAULT_NORMALISATION_SCORES,
+        do_minimize: bool = True,
+        time_attr: str = "epoch",
+        max_resource_attr: str | None = None,
+        random_seed: int | None = None,
+        points_to_evaluate: Sequence[dict[str, Any]] | None = None,
+        surrogate: DyHPOSurrogate = DyHPOSurrogate(),
         completion: DyHPOCompletion | None = DEFAULT_COMPLETION,
-        **kwargs: Any,
+        depth_gate: DepthGate | None = DepthGate(),
+        options: FreezeThawOptions = FreezeThawOptions(),
     ):
-        condition_on_running = checked_flag("condition_on_running", condition_on_running)
-        checked_settings("DyHPO", "surrogate_config", surrogate_config, DeepKernelGPConfig)
-        checked_settings("DyHPO", "fit_schedule", fit_schedule, DyHPOFitSchedule)
+        checked_settings("DyHPO", "surrogate", surrogate, DyHPOSurrogate)
         checked_settings("DyHPO", "completion", completion, DyHPOCompletion, allow_none=True)
         policy = SurrogatePolicy(
-            surrogate=DeepKernelGP(surrogate_config),
+            surrogate=DeepKernelGP(surrogate.model),
             acquisition=MultiFidelityLogEI.from_observations,
-            schedule=fit_schedule,
-            condition_on_pending=condition_on_running,
-            normalisation_scores=normalisation_scores,
+            schedule=surrogate.fit_schedule,
+            condition_on_pending=surrogate.condition_on_running,
+            normalisation_scores=surrogate.normalisation_scores,
         )
         super().__init__(
             config_space,
@@ -182,5 +245,11 @@ class DyHPO(FreezeThawScheduler):
             policy,
             max_t=max_t,
             completion=completion,
-            **kwargs,
+            do_minimize=do_minimize,
+            time_attr=time_attr,
+            max_resource_attr=max_resource_attr,
+            random_seed=random_seed,
+            points_to_evaluate=points_to_evaluate,
+            depth_gate=depth_gate,
+            options=options,
         )

@@ -171,13 +171,13 @@ class NeverStop:
 def main(scenario: str) -> None:
     from syne_tune import Tuner
 
-    from syne_dyhpo import CandidateOptions, DyHPO
+    from syne_dyhpo import CandidateOptions, DyHPO, FreezeThawOptions
 
     folder = os.environ["SYNETUNE_FOLDER"]
     sc = Scenario(scenario)
     scheduler = DyHPO(sc.config_space, metric=sc.metric, do_minimize=sc.do_minimize, time_attr="epoch",
                       max_t=sc.max_t, max_resource_attr="epochs",
-                      candidates=CandidateOptions(num_candidates=16), random_seed=1)
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=1)
     backend = SnapshotBackend(entry_point=str(sc.entry_point))
     backend.scheduler = scheduler
     backend.snapshot_file = str(Path(folder) / "saved.json")

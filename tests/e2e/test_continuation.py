@@ -34,7 +34,7 @@ from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
 from syne_tune.config_space import choice, randint
 from syne_tune.tuner_callback import TunerCallback
 
-from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO
+from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO, FreezeThawOptions
 from syne_dyhpo.core.observations import TrialStatus
 
 pytestmark = pytest.mark.slow
@@ -104,7 +104,8 @@ def test_simulator_tuner_load_resumes_trials_in_flight_at_save(tmp_path, monkeyp
     kwargs = {} if max_resource_attr is None else {"max_resource_attr": max_resource_attr}
     cls = {"DyHPO": DyHPO, "DeepPowerLaw": DeepPowerLaw}[method]
     scheduler = cls(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch",
-                    max_t=SIM_MAX_T, candidates=CandidateOptions(num_candidates=16), random_seed=3, **kwargs)
+                    max_t=SIM_MAX_T, options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+                    random_seed=3, **kwargs)
     backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0,
                                   **kwargs)
     tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=StopAfterEpochs(scheduler, 15, True),
@@ -160,8 +161,9 @@ def test_unpickled_without_a_tuner_keeps_interrupted_trials_and_their_data(caplo
     from conftest import make_trial
     from syne_tune.config_space import uniform
 
-    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=4, budget_step=2,
-                      candidates=CandidateOptions(num_candidates=4), random_seed=0)
+    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=4,
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=4), budget_step=2),
+                      random_seed=0)
     suggestion = scheduler.suggest()
     trial = make_trial(0, suggestion.config)
     scheduler.on_trial_add(trial)

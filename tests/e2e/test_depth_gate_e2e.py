@@ -27,7 +27,8 @@ def simulate(gate):
     metric = meta["default_metric"]
     scheduler = syne_dyhpo.DyHPO(
         blackbox.configuration_space, metric=metric, do_minimize=True, time_attr=meta["time_attr"], max_t=MAX_T,
-        random_seed=0, candidates=syne_dyhpo.CandidateOptions(configs=configs), max_resource_attr=SEGMENT_END,
+        random_seed=0, max_resource_attr=SEGMENT_END,
+        options=syne_dyhpo.FreezeThawOptions(candidates=syne_dyhpo.CandidateOptions(configs=configs)),
         depth_gate=gate,
     )
     _, results = simulate_tuner(scheduler, blackbox, 1, 250, max_resource_attr=SEGMENT_END,

@@ -29,7 +29,8 @@ def simulate(method, bench, task, n_workers, seed=0, budget=BUDGET):
     scheduler = getattr(syne_dyhpo, method)(
         blackbox.configuration_space, metric=metric, do_minimize=metric.endswith("loss"),
         time_attr=meta["time_attr"], max_t=MAX_T, random_seed=seed,
-        candidates=syne_dyhpo.CandidateOptions(configs=configs), max_resource_attr=SEGMENT_END,
+        options=syne_dyhpo.FreezeThawOptions(candidates=syne_dyhpo.CandidateOptions(configs=configs)),
+        max_resource_attr=SEGMENT_END,
     )
     _, df = simulate_tuner(scheduler, blackbox, n_workers, budget, max_resource_attr=SEGMENT_END,
                            elapsed_time_attr=meta["metric_elapsed_time"], tuner_sleep_time=0.2)

@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip inst
 from ray import tune  # noqa: E402
 from syne_tune.config_space import choice, uniform  # noqa: E402
 
-from syne_dyhpo import CandidateOptions  # noqa: E402
+from syne_dyhpo import CandidateOptions, FreezeThawOptions  # noqa: E402
 from syne_dyhpo.ray_tune import FreezeThawRayScheduler, config_space_from_ray, ray_scheduler  # noqa: E402
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig  # noqa: E402
 
@@ -37,12 +37,12 @@ METHODS = ["dyhpo"]
 def _fast_kwargs(method: str) -> dict:
     """Small surrogate fits so that a decision takes well under a second on 2 CPUs."""
     if method == "dyhpo":
-        from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
+        from syne_dyhpo import DeepKernelGPConfig, DyHPOSurrogate
 
-        return {"surrogate_config": DeepKernelGPConfig(max_iterations=30, refine_iterations=5)}
-    from syne_dyhpo.surrogates.power_law import PowerLawConfig
+        return {"surrogate": DyHPOSurrogate(model=DeepKernelGPConfig(max_iterations=30, refine_iterations=5))}
+    from syne_dyhpo import DeepPowerLawSurrogate, PowerLawConfig
 
-    return {"surrogate_config": PowerLawConfig(fit_epochs=50, refine_epochs=5)}
+    return {"surrogate": DeepPowerLawSurrogate(model=PowerLawConfig(fit_epochs=50, refine_epochs=5))}
 
 
 def trainable(config: dict) -> None:
@@ -105,7 +105,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
         max_concurrent=2,
         max_num_trials=MAX_TRIALS,
         max_total_epochs=TOTAL_EPOCHS,
-        candidates=CandidateOptions(num_candidates=32),
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=32)),
         random_seed=1,
         **_fast_kwargs(method),
     )

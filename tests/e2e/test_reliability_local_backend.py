@@ -22,7 +22,7 @@ from syne_tune.backend import LocalBackend
 from syne_tune.config_space import choice, uniform
 from syne_tune.report import retrieve
 
-from syne_dyhpo import CandidateOptions, DyHPO
+from syne_dyhpo import CandidateOptions, DyHPO, FreezeThawOptions
 from syne_dyhpo.core.observations import TrialStatus
 
 pytestmark = pytest.mark.slow
@@ -47,7 +47,7 @@ def _loss(x: float, epoch: int) -> float:
 def _run(space: dict, max_resource_attr: str | None, done) -> tuple[DyHPO, LocalBackend]:
     """Tunes ``fake_train.py`` with 2 workers until ``done(scheduler)`` (at most 40 s)."""
     scheduler = DyHPO(space, metric="loss", time_attr="epoch", max_t=MAX_T, max_resource_attr=max_resource_attr,
-                      candidates=CandidateOptions(num_candidates=8, num_initial_random=2), random_seed=0)
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_initial_random=2)), random_seed=0)
     backend = LocalBackend(entry_point=str(FAKE_TRAIN))
     tuner = Tuner(trial_backend=backend, scheduler=scheduler, n_workers=2, sleep_time=0.5, save_tuner=False,
                   stop_criterion=_Either(lambda status: done(scheduler), 40),

@@ -25,7 +25,7 @@ from syne_tune.config_space import uniform
 from syne_tune.results_callback import StoreResultsCallback
 
 from syne_dyhpo.core.candidates import CandidateOptions
-from syne_dyhpo import DyHPO
+from syne_dyhpo import DyHPO, FreezeThawOptions
 from syne_dyhpo.core.decision_log import LOG_FILENAME
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.report import make_report
@@ -73,7 +73,7 @@ class UntilTrained:
 def make_scheduler(points: list[float], low: float = 0.0, high: float = 1.0) -> DyHPO:
     # the completion starts after 4 first epochs: the good point leads and is trained to max_t
     return DyHPO({"x": uniform(low, high), "epochs": MAX_T}, metric="loss", do_minimize=True, time_attr="epoch",
-                 max_t=MAX_T, max_resource_attr="epochs", candidates=CandidateOptions(num_candidates=16), random_seed=1,
+                 max_t=MAX_T, max_resource_attr="epochs", options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=1,
                  points_to_evaluate=[{"x": x} for x in points], completion=quick_completion(4))
 
 
@@ -253,7 +253,7 @@ def test_report_of_a_simulated_run(in_tmp):
 
     bb = tiny_blackbox()
     scheduler = DyHPO(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch", max_t=5,
-                      candidates=CandidateOptions(num_candidates=16), random_seed=3, max_resource_attr="max_epoch", completion=quick_completion(4))
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=3, max_resource_attr="max_epoch", completion=quick_completion(4))
     backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0,
                                   max_resource_attr="max_epoch")
     tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=UntilTrained(scheduler, 20), n_workers=2,
@@ -302,7 +302,7 @@ def test_report_of_a_python_backend_run(in_tmp):
 
     config_space = {"x": uniform(0.1, 0.9), "epochs": MAX_T, "st_checkpoint_dir": "set by the backend"}
     scheduler = DyHPO(config_space, metric="loss", do_minimize=True, time_attr="epoch", max_t=MAX_T,
-                      max_resource_attr="epochs", candidates=CandidateOptions(num_candidates=16), random_seed=1, points_to_evaluate=[{"x": GOOD}],
+                      max_resource_attr="epochs", options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=1, points_to_evaluate=[{"x": GOOD}],
                       completion=quick_completion(3))
     backend = PythonBackend(tune_function=python_backend_train, config_space=config_space)
     tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=UntilTrained(scheduler, 8), n_workers=2,

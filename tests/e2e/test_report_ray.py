@@ -16,7 +16,7 @@ ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip inst
 from ray import tune  # noqa: E402
 from syne_tune.config_space import uniform  # noqa: E402
 
-from syne_dyhpo import CandidateOptions  # noqa: E402
+from syne_dyhpo import CandidateOptions, FreezeThawOptions  # noqa: E402
 from syne_dyhpo.core.observations import TrialStatus  # noqa: E402
 from syne_dyhpo.ray_tune import ray_scheduler  # noqa: E402
 from syne_dyhpo.report import make_report  # noqa: E402
@@ -52,12 +52,13 @@ def local_ray():
 
 
 def test_report_of_a_ray_tune_experiment_folder(local_ray, tmp_path):
-    from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig
+    from syne_dyhpo import DeepKernelGPConfig, DyHPOSurrogate
 
     sched = ray_scheduler("dyhpo", {"x": uniform(0.0, 1.0)}, metric="loss", mode="min", max_t=MAX_T, max_concurrent=2,
-                          max_num_trials=2, max_total_epochs=4, candidates=CandidateOptions(num_candidates=16),
+                          max_num_trials=2, max_total_epochs=4,
+                          options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
                           random_seed=1, points_to_evaluate=[{"x": 0.3}, {"x": 0.35}],
-                          surrogate_config=DeepKernelGPConfig(max_iterations=30, refine_iterations=5))
+                          surrogate=DyHPOSurrogate(model=DeepKernelGPConfig(max_iterations=30, refine_iterations=5)))
     tuner = tune.Tuner(tune.with_resources(trainable, {"cpu": 1}), param_space={"max_epochs": MAX_T},
                        tune_config=sched.tune_config(),
                        run_config=tune.RunConfig(storage_path=str(tmp_path / "ray_results"), name="dyhpo", verbose=0))

@@ -10,9 +10,11 @@ from benchmarks import latency
 
 
 def test_scheduler_args_reach_our_schedulers_and_not_bohb():
-    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "candidates.num_kept=224",
-                               "--scheduler-arg", "candidates.num_candidates=300", "--scheduler-arg", "budget_step=2"])
-    assert args.options == {"candidates.num_kept": 224, "candidates.num_candidates": 300, "budget_step": 2}
+    args = latency.parse_args(["--methods", "DyHPO", "BOHB", "--scheduler-arg", "options.candidates.num_kept=224",
+                               "--scheduler-arg", "options.candidates.num_candidates=300",
+                               "--scheduler-arg", "options.budget_step=2"])
+    assert args.options == {"options.candidates.num_kept": 224, "options.candidates.num_candidates": 300,
+                            "options.budget_step": 2}
     dyhpo = latency.make_scheduler("DyHPO", 10, 0, **args.options)
     assert dyhpo.metadata()["candidates"]["num_kept"] == 224 and dyhpo.metadata()["candidates"]["num_candidates"] == 300
     assert dyhpo.budget_step == 2
@@ -26,11 +28,13 @@ def test_scheduler_arg_fields_change_that_field_of_the_methods_default_only():
 
     from syne_dyhpo import DeepKernelGPConfig, DyHPOFitSchedule
 
-    args = latency.parse_args(["--methods", "DyHPO", "--scheduler-arg", "surrogate_config.max_condition_points=1024",
-                               "--scheduler-arg", "fit_schedule.refine_every=15"])
+    args = latency.parse_args(["--methods", "DyHPO", "--scheduler-arg", "surrogate.model.max_condition_points=1024",
+                               "--scheduler-arg", "surrogate.fit_schedule.refine_every=15",
+                               "--scheduler-arg", "surrogate.condition_on_running=True"])
     policy = latency.make_scheduler("DyHPO", 10, 0, **args.options).policy
     assert policy.surrogate.config == replace(DeepKernelGPConfig(), max_condition_points=1024)
     assert policy.schedule == replace(DyHPOFitSchedule(), refine_every=15)
+    assert policy.condition_on_pending is True and policy.normalisation_scores == "trials_if_alike"
     # a field the method's settings do not have is refused by name
     with pytest.raises(TypeError, match="max_condition_points"):
         latency.make_scheduler("DeepPowerLaw", 10, 0, **args.options)
@@ -45,8 +49,8 @@ def test_scheduler_arg_fields_of_the_settings_objects_start_from_each_methods_de
 
     default_completion = {"DyHPO": dyhpo, "DeepPowerLaw": deep_power_law}[method].DEFAULT_COMPLETION
     args = latency.parse_args(["--methods", method, "--scheduler-arg", "completion.after=54",
-                               "--scheduler-arg", "candidates.num_kept=224",
-                               "--scheduler-arg", "promotion.probability=0.5"])
+                               "--scheduler-arg", "options.candidates.num_kept=224",
+                               "--scheduler-arg", "options.promotion.probability=0.5"])
     scheduler = latency.make_scheduler(method, 10, 0, **args.options)
     # the method's own completion with one field changed: the two methods' defaults differ elsewhere
     assert scheduler.completion == replace(default_completion, after=54)
@@ -66,13 +70,13 @@ def test_completion_none_turns_the_completion_off():
 
 def test_a_field_the_settings_object_lacks_is_refused_by_name():
     with pytest.raises(TypeError, match="num_kept_candidates"):
-        latency.make_scheduler("DyHPO", 10, 0, **{"candidates.num_kept_candidates": 224})
+        latency.make_scheduler("DyHPO", 10, 0, **{"options.candidates.num_kept_candidates": 224})
 
 
 def test_scheduler_arg_values_are_literals_or_words():
     assert latency.scheduler_arg("completion=None") == ("completion", None)
     assert latency.scheduler_arg("completion.leaders_until_trained=False") == ("completion.leaders_until_trained", False)
-    assert latency.scheduler_arg("promotion.probability=0.25") == ("promotion.probability", 0.25)
+    assert latency.scheduler_arg("options.promotion.probability=0.25") == ("options.promotion.probability", 0.25)
     assert latency.scheduler_arg("time_attr=epoch") == ("time_attr", "epoch")
 
 
@@ -80,8 +84,8 @@ def test_scheduler_arg_values_are_literals_or_words():
     (["--methods", "Foo"], "unknown \\['Foo'\\]"),
     (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
     (["--scheduler-arg", "num_candidates.x=1"],
-     "ARGUMENT one of \\('surrogate_config', 'fit_schedule', 'completion', 'candidates', 'promotion'\\), "
-     "got 'num_candidates.x=1'"),
+     "ARGUMENT one of \\('surrogate', 'completion', 'depth_gate', 'options'\\), got 'num_candidates.x=1'"),
+    (["--scheduler-arg", "options.candidates.=1"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'options.candidates.=1'"),
     (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
 ])
 def test_bad_arguments_are_refused_naming_them(argv, message, capsys):

@@ -13,7 +13,16 @@ from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
 from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
-from syne_dyhpo import CandidateOptions, DeepKernelGPConfig, DeepPowerLaw, DyHPO, FitSchedule, PowerLawConfig
+from syne_dyhpo import (
+    CandidateOptions,
+    DeepKernelGPConfig,
+    DeepPowerLaw,
+    DyHPO,
+    DyHPOSurrogate,
+    FitSchedule,
+    FreezeThawOptions,
+    PowerLawConfig,
+)
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import ConfigSpaceError
 
@@ -37,7 +46,7 @@ def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
 
 def test_power_law_ensemble_pickle_round_trip_keeps_predictions_and_optimizer_state():
     s = DeepPowerLaw({"x": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
-                     candidates=CandidateOptions(num_candidates=8))
+                     options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)))
     drive_one_worker(s, 12)
     assert pickle.loads(pickle.dumps(s)).observations.num_observations == s.observations.num_observations
     clone = dill.loads(dill.dumps(s))
@@ -78,7 +87,7 @@ def test_every_config_of_a_used_up_pool_is_trained_to_max_t(method, num_configs,
 def test_large_pool_keeps_exact_segments_with_max_resource_attr():
     table = [{"x": v} for v in np.linspace(0, 1, 200)]
     s = DyHPO({"x": choice([t["x"] for t in table])}, metric="loss", max_t=10, random_seed=0,
-              candidates=CandidateOptions(configs=table), max_resource_attr="max_epoch")
+              options=FreezeThawOptions(candidates=CandidateOptions(configs=table)), max_resource_attr="max_epoch")
     assert s.suggest().config["max_epoch"] == 1
 
 
@@ -94,36 +103,44 @@ def test_do_minimize_must_be_a_bool(do_minimize):
 @pytest.mark.parametrize(
     "argument, value, expected",
     [
-        ("checkpoints", {"max_kept": 2}, "a PausedCheckpoints"),
-        ("candidates", {"num_candidates": 8}, "a CandidateOptions"),
-        ("promotion", 0.25, "a SuccessiveHalvingPromotion or None"),
+        ("options.checkpoints", {"max_kept": 2}, "a PausedCheckpoints"),
+        ("options.candidates", {"num_candidates": 8}, "a CandidateOptions"),
+        ("options.promotion", 0.25, "a SuccessiveHalvingPromotion or None"),
+        ("options.budget_step", "2", "an integer >= 1"),
+        ("options.log_decisions", "yes", "True or False"),
+        ("options", {"budget_step": 2}, "a FreezeThawOptions"),
         ("completion", False, "a DyHPOCompletion or None"),
+        ("depth_gate", 0.75, "a DepthGate or None"),
         ("max_t", "abc", "an integer >= 1"),
         ("max_t", [5], "an integer >= 1"),
         ("max_t", float("nan"), "an integer >= 1"),
         ("max_t", 5.5, "an integer >= 1"),
-        ("budget_step", "2", "an integer >= 1"),
         ("random_seed", "seven", "an integer in [0, 4294967295] or None"),
         ("random_seed", -1, "an integer in [0, 4294967295] or None"),
         ("random_seed", True, "an integer in [0, 4294967295] or None"),
-        ("condition_on_running", "yes", "True or False"),
-        ("normalisation_scores", "per-trial", "one of 'epochs', 'trials', 'trials_if_alike'"),
+        ("surrogate.condition_on_running", "yes", "True or False"),
+        ("surrogate.normalisation_scores", "per-trial", "one of 'epochs', 'trials', 'trials_if_alike'"),
     ],
 )
 def test_scheduler_arguments_of_the_wrong_kind_are_refused_by_name(argument, value, expected):
     # a string once failed inside a comparison (TypeError, no argument named), 2.5
-    # candidates passed the check, and max_t="abc" failed inside int() naming nothing
-    kwargs = {"max_t": 5, argument: value}
-    with pytest.raises(ValueError, match=re.escape(f"{argument} must be {expected}, got {value!r}")):
+    # candidates passed the check, and max_t="abc" failed inside int() naming nothing.
+    # ARGUMENT.FIELD: the field of the settings object passed as ARGUMENT, named in the message
+    settings = {"options": FreezeThawOptions, "surrogate": DyHPOSurrogate}
+    top, _, field = argument.partition(".")
+    name = f"{settings[top].__name__}.{field}" if field else argument
+    with pytest.raises(ValueError, match=re.escape(f"{name} must be {expected}, got {value!r}")):
+        kwargs = {"max_t": 5, top: settings[top](**{field: value}) if field else value}
         DyHPO({"x": uniform(0, 1)}, metric="loss", **kwargs)
 
 
 def test_integral_floats_and_numpy_values_read_from_data_are_accepted():
     # max_t is often read from a blackbox's fidelities, which may be floats or numpy scalars
-    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=np.float64(52.0), budget_step=2.0,
-              random_seed=np.int64(3), condition_on_running=np.True_)
+    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=np.float64(52.0), random_seed=np.int64(3),
+              options=FreezeThawOptions(budget_step=2.0), surrogate=DyHPOSurrogate(condition_on_running=np.True_))
     assert (s.max_t, s.budget_step, s.random_seed) == (52, 2, 3)
     assert all(type(v) is int for v in (s.max_t, s.budget_step, s.random_seed))
+    assert s.policy.condition_on_pending is True
 
 
 @pytest.mark.parametrize(
@@ -202,12 +219,12 @@ SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}
 )
 def test_candidate_configs_outside_the_space_are_refused(bad, message):
     with pytest.raises(ConfigSpaceError, match=message):
-        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad]))
+        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad])))
 
 
 def test_empty_candidate_configs_are_refused_by_name():
     with pytest.raises(ConfigSpaceError, match=r"candidates\.configs is empty"):
-        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[]))
+        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=[])))
 
 
 @pytest.mark.parametrize("epoch", [float("inf"), float("nan"), 1.5, 2.5, 0, "two"])
@@ -233,7 +250,7 @@ def test_bad_constructor_arguments_name_the_argument():
 def _paused_trial(max_t=5):
     # prefers new configurations: every decision pauses the reporting trial
     s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=max_t, random_seed=0,
-              candidates=CandidateOptions(num_initial_random=10))
+              options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=10)))
     trial = make_trial(0, s.suggest().config)
     s.on_trial_add(trial)
     assert s.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.PAUSE
@@ -307,7 +324,7 @@ def test_points_to_evaluate_are_validated():
     with pytest.raises(ConfigSpaceError, match=r"points_to_evaluate\[0\]: lr=5.0 is outside"):
         DyHPO(SPACE, metric="loss", max_t=5, points_to_evaluate=[{"lr": 5.0, "dropout": 0.1}])
     with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] = .* is not one of the candidate configurations"):
-        DyHPO(SPACE, metric="loss", max_t=5, candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}]),
+        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}])),
               points_to_evaluate=[{"lr": 1e-2, "dropout": 0.1}])
     # None: nothing special, as Syne Tune 0.16's searchers (no default configuration)
     s = DyHPO(SPACE, metric="loss", max_t=5, random_seed=0, points_to_evaluate=None)

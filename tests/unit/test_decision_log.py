@@ -15,7 +15,7 @@ from syne_tune.config_space import uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
 from syne_dyhpo.core.candidates import CandidateOptions
-from syne_dyhpo import DeepPowerLaw, DyHPO
+from syne_dyhpo import DeepPowerLaw, DyHPO, FreezeThawOptions
 from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, REASONS, RUN_INFO_FILENAME, DecisionLog
 
 MAX_T = 4
@@ -32,10 +32,11 @@ def quick_completion(after: int, dyhpo: bool = True):
     return replace(base, after=after, delay=0.0)
 
 
-def make(cls=DyHPO, **kwargs):
+def make(cls=DyHPO, log_decisions=True, **kwargs):
     kwargs.setdefault("points_to_evaluate", [{"x": 0.5, "y": 0.5}])
+    options = FreezeThawOptions(candidates=CandidateOptions(num_candidates=16), log_decisions=log_decisions)
     return cls({"x": uniform(0.0, 1.0), "y": uniform(0.0, 1.0)}, metric="loss", do_minimize=True, time_attr="epoch",
-               max_t=MAX_T, candidates=CandidateOptions(num_candidates=16), random_seed=0,
+               max_t=MAX_T, options=options, random_seed=0,
                completion=quick_completion(3, dyhpo=cls is DyHPO), **kwargs)
 
 
@@ -197,7 +198,7 @@ def test_clock_without_tuner_and_with_tuner_start():
 
 
 def test_bad_flag_is_refused_by_name():
-    with pytest.raises(ValueError, match="log_decisions"):
+    with pytest.raises(ValueError, match="FreezeThawOptions.log_decisions must be True or False, got 'yes'"):
         make(DyHPO, log_decisions="yes")
 
 

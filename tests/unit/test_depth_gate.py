@@ -7,7 +7,7 @@ import pytest
 from syne_tune.config_space import choice
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from syne_dyhpo import CandidateOptions, DepthGate, IncumbentCompletion
+from syne_dyhpo import CandidateOptions, DepthGate, FreezeThawOptions, IncumbentCompletion
 from syne_dyhpo.core.decision import DecisionMaker
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
@@ -125,7 +125,7 @@ def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_d
     table = [{"x": 0.0}, {"x": 1.0}]
     s = FreezeThawScheduler({"x": choice([0.0, 1.0])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=4,
                             random_seed=0, completion=None, depth_gate=DepthGate(0.5, min_kept=1),
-                            candidates=CandidateOptions(num_initial_random=1, configs=table))
+                            options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=1, configs=table)))
     t0, t1 = start(s, 0), start(s, 1)
     report(s, t0, 1, float("nan"))  # diverged: stopped, never resumed
     s.on_trial_remove(t0)

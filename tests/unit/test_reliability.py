@@ -17,7 +17,7 @@ from syne_tune.backend.trial_status import Trial
 from syne_tune.config_space import choice, randint, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO
+from syne_dyhpo import CandidateOptions, DeepPowerLaw, DyHPO, FreezeThawOptions
 from syne_dyhpo.checkpointing import capture_training_state, load_checkpoint, save_checkpoint
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.search_space import MAX_ENUMERATED_CONFIGS, CandidateSampler, ConfigEncoder
@@ -90,7 +90,7 @@ def test_integer_values_are_validated_as_before_without_listing(value, inside):
 def test_lists_as_categories_are_suggested_as_the_lists(method, finite):
     layers = [[64, 64], [128], [32, 32, 32]]
     space = {"layers": choice(layers), "lr": choice([0.1, 0.01]) if finite else uniform(0, 1)}
-    scheduler = method(space, metric="loss", max_t=2, random_seed=1, candidates=CandidateOptions(num_initial_random=2),
+    scheduler = method(space, metric="loss", max_t=2, random_seed=1, options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)),
                        points_to_evaluate=[{"layers": [128], "lr": 0.1}])
     trials: dict = {}
     seen = []
@@ -230,7 +230,8 @@ def test_a_first_report_past_max_t_is_refused_naming_time_attr_value_and_max_t(m
 
 
 def test_a_report_past_max_t_after_a_curve_still_stops_the_trial():
-    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=2, budget_step=2, random_seed=0)
+    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=2, options=FreezeThawOptions(budget_step=2),
+                      random_seed=0)
     trial = _start(scheduler, {})
     assert scheduler.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.CONTINUE
     assert scheduler.on_trial_result(trial, {"epoch": 3, "loss": 0.4}) == D.STOP
@@ -256,7 +257,8 @@ def test_clashing_result_keys_are_refused_at_construction(method, kwargs, messag
 
 def _paused_after_epoch_one(**kwargs):
     """Two configurations; trial 0 reports epoch 1 and is paused for a random second trial."""
-    scheduler = DyHPO({"x": choice([0.1, 0.2])}, metric="loss", max_t=6, random_seed=0, candidates=CandidateOptions(num_initial_random=2), **kwargs)
+    scheduler = DyHPO({"x": choice([0.1, 0.2])}, metric="loss", max_t=6, random_seed=0,
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)), **kwargs)
     trials: dict = {}
     t0 = _start(scheduler, trials)
     assert scheduler.on_trial_result(t0, {"epoch": 1, "loss": 0.5}) == D.PAUSE

@@ -16,6 +16,7 @@ from syne_dyhpo import (
     DeepPowerLaw,
     DeepPowerLawCompletion,
     DyHPO,
+    FreezeThawOptions,
     IncumbentCompletion,
     PausedCheckpoints,
     SuccessiveHalvingPromotion,
@@ -28,6 +29,7 @@ from syne_dyhpo.core.scheduler import FreezeThawScheduler
 X_VALUES = [i / 40 for i in range(41)]
 SPACE = {"x": choice(X_VALUES), "c": 7}
 TABLE = [{"x": v} for v in X_VALUES]
+OPTION_FIELDS = set(FreezeThawOptions.__dataclass_fields__)
 
 
 class PreferencePolicy(SurrogatePolicy):
@@ -62,12 +64,15 @@ def completion(**fields):
 
 
 def make(prefer, num_initial_random=1, configs=TABLE, **kw):
+    """The core with a preference policy; the keys of ``kw`` that are FreezeThawOptions fields
+    (``budget_step``, ``checkpoints``, ...) make its ``options``."""
     kw.setdefault("max_t", 5)
-    kw.setdefault("candidates", CandidateOptions(num_initial_random=num_initial_random, configs=configs))
+    options = {name: kw.pop(name) for name in list(kw) if name in OPTION_FIELDS}
+    options.setdefault("candidates", CandidateOptions(num_initial_random=num_initial_random, configs=configs))
     # decisions of the policy alone; the completion rule is tested on its own below
     kw.setdefault("completion", None)
     return FreezeThawScheduler(SPACE, "loss", PreferencePolicy(prefer), do_minimize=True, time_attr="epoch",
-                               random_seed=0, **kw)
+                               random_seed=0, options=FreezeThawOptions(**options), **kw)
 
 
 def start(s, expected_id):
@@ -206,7 +211,7 @@ def test_max_resource_attr_segments():
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="max_t"):
         make(lambda t, c: 0.0, max_t=0)
-    with pytest.raises(ValueError, match="budget_step"):
+    with pytest.raises(ValueError, match="FreezeThawOptions.budget_step must be an integer >= 1, got 0"):
         make(lambda t, c: 0.0, budget_step=0)
     s = make(lambda t, c: 0.0)
     t0 = start(s, 0)
@@ -223,7 +228,7 @@ def test_surrogate_failure_falls_back_without_losing_data():
         def score(self, model, candidates, observations, pending=None):
             raise RuntimeError("cholesky exploded")
 
-    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, candidates=CandidateOptions(configs=TABLE),
+    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=TABLE)),
                             random_seed=0, completion=IncumbentCompletion())
     t0 = start(s, 0)
     decision = report(s, t0, 1, 0.5)
@@ -235,7 +240,7 @@ def test_surrogate_failure_falls_back_without_losing_data():
 
 def test_metadata_json_and_pickle_after_real_fits():
     s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1,
-              candidates=CandidateOptions(num_candidates=8))
+              options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)))
     drive_one_worker(s, steps=12, value=lambda trial, epoch: trial.config["x"] * (1 - 0.5 / epoch))
     meta = json.loads(json.dumps(s.metadata()))
     assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
@@ -354,7 +359,7 @@ def _six_trials_at_epoch_1(probability):
     table = [{"x": v} for v in np.linspace(0, 1, 12)]
     s = FreezeThawScheduler({"x": choice([t["x"] for t in table]), "c": 7}, "loss",
                             PreferencePolicy(lambda tid, c: 1.0 if tid is None else 0.0), do_minimize=True,
-                            max_t=10, candidates=CandidateOptions(configs=table), random_seed=0, completion=None)
+                            max_t=10, options=FreezeThawOptions(candidates=CandidateOptions(configs=table)), random_seed=0, completion=None)
     trials = []
     for i, loss in enumerate([0.5, 0.3, 0.9, 0.8, 0.7, 0.6]):
         trials.append(start(s, i))
@@ -388,7 +393,7 @@ def test_bad_promotion_settings_are_refused_naming_the_field_and_value():
         SuccessiveHalvingPromotion(probability=1.5)
     with pytest.raises(ValueError, match="SuccessiveHalvingPromotion.reduction_factor must be a finite number > 1, got 1.0"):
         SuccessiveHalvingPromotion(reduction_factor=1.0)
-    with pytest.raises(ValueError, match="promotion must be a SuccessiveHalvingPromotion or None, got 0.25"):
+    with pytest.raises(ValueError, match="FreezeThawOptions.promotion must be a SuccessiveHalvingPromotion or None, got 0.25"):
         make(lambda tid, c: 0.0, promotion=0.25)
 
 
@@ -407,7 +412,7 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
 
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "predict", recording_predict)
     s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0,
-              candidates=CandidateOptions(num_candidates=8))
+              options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)))
     rng = np.random.RandomState(0)
     checked = 0
 
@@ -449,7 +454,7 @@ class RecordingPreference(PreferencePolicy):
 def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decision():
     policy = RecordingPreference()
     s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
-                            candidates=CandidateOptions(num_candidates=8, num_kept=3, configs=TABLE))
+                            options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_kept=3, configs=TABLE)))
     trial = start(s, 0)
     for i in range(1, 6):
         assert report(s, trial, 1, 0.5) == D.PAUSE  # a new configuration wins each time
@@ -467,7 +472,7 @@ def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decisi
 def test_without_kept_candidates_every_decision_draws_afresh():
     policy = RecordingPreference()
     s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
-                            candidates=CandidateOptions(num_candidates=8, configs=TABLE))
+                            options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, configs=TABLE)))
     trial = start(s, 0)
     for i in range(1, 4):
         report(s, trial, 1, 0.5)
@@ -489,7 +494,7 @@ def test_candidate_options_are_checked_naming_the_field_and_value():
         CandidateOptions(num_initial_random=-1)
     with pytest.raises(ValueError, match="CandidateOptions.configs must be a list of configurations"):
         CandidateOptions(configs={"x": 0.5})
-    with pytest.raises(ValueError, match="candidates must be a CandidateOptions, got 256"):
+    with pytest.raises(ValueError, match="FreezeThawOptions.candidates must be a CandidateOptions, got 256"):
         make(lambda tid, c: 0.0, candidates=256)
 
 
@@ -503,7 +508,7 @@ def test_paused_checkpoints_are_checked_naming_the_field_and_value():
     settings = PausedCheckpoints(max_kept=np.int64(3), restart_if_lost=np.True_)
     assert (settings.max_kept, settings.restart_if_lost) == (3, True)
     assert type(settings.max_kept) is int and type(settings.restart_if_lost) is bool
-    with pytest.raises(ValueError, match="checkpoints must be a PausedCheckpoints, got 2"):
+    with pytest.raises(ValueError, match="FreezeThawOptions.checkpoints must be a PausedCheckpoints, got 2"):
         make(lambda tid, c: 0.0, checkpoints=2)
     # the default keeps every paused trial and registers no checkpoint removal
     assert make(lambda tid, c: 0.0).callback_for_checkpoint_removal(None) is None
@@ -531,7 +536,7 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
         deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
         try:
             s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
-                      candidates=CandidateOptions(num_candidates=32, num_kept=num_kept), completion=None)
+                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=32, num_kept=num_kept)), completion=None)
             rng = np.random.RandomState(0)
             drive_one_worker(s, 60, lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch
                              + 0.01 * rng.rand())
@@ -835,18 +840,20 @@ def test_normalisation_scores_reach_the_policy_and_survive_a_pickle(method):
     import syne_dyhpo
 
     cls = getattr(syne_dyhpo, method)
-    s = cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalisation_scores="trials_if_alike")
-    assert s.policy.normalisation_scores == s.metadata()["policy"]["normalisation_scores"] == "trials_if_alike"
-    with pytest.raises(ValueError, match=r"normalisation_scores must be one of 'epochs', 'trials', 'trials_if_alike', got 1"):
-        cls({"x": uniform(0, 1)}, metric="loss", max_t=5, normalisation_scores=1)
-    assert pickle.loads(pickle.dumps(s.policy)).normalisation_scores == "trials_if_alike"
+    settings = getattr(syne_dyhpo, f"{method}Surrogate")
+    s = cls({"x": uniform(0, 1)}, metric="loss", max_t=5, surrogate=settings(normalisation_scores="trials"))
+    assert s.policy.normalisation_scores == s.metadata()["policy"]["normalisation_scores"] == "trials"
+    with pytest.raises(ValueError, match=rf"{method}Surrogate.normalisation_scores must be one of 'epochs', 'trials', "
+                                         r"'trials_if_alike', got 1"):
+        settings(normalisation_scores=1)
+    assert pickle.loads(pickle.dumps(s.policy)).normalisation_scores == "trials"
     assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "trials_if_alike"
 
 
 def test_deep_power_law_default_training_the_paper_config_has_batch_norm_and_a_pickle_keeps_the_nets():
     import dill
 
-    from syne_dyhpo import DeepPowerLaw, PowerLawConfig
+    from syne_dyhpo import DeepPowerLaw, DeepPowerLawSurrogate, PowerLawConfig
 
     space = {"x": uniform(0, 1), "y": uniform(0, 1)}
     default = DeepPowerLaw(space, metric="loss", max_t=5)
@@ -857,7 +864,7 @@ def test_deep_power_law_default_training_the_paper_config_has_batch_norm_and_a_p
     assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is False
     assert PowerLawConfig.paper().batch_norm is True
     s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
-                     surrogate_config=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2))
+                     surrogate=DeepPowerLawSurrogate(model=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2)))
     trials = drive_one_worker(s, steps=12)
     ensemble = s.policy.surrogate
     assert ensemble._nets is not None and ensemble._nets.norms is None
