@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast benchmark setup
+.PHONY: demo test test-fast benchmark setup check-dependency-range
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,11 @@ test: setup
 # Without the tests marked slow
 test-fast: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
+
+# The unit tests with the oldest versions pyproject.toml's dependencies allow and with the newest
+# (two fresh virtual environments in a temporary folder; downloads torch twice)
+check-dependency-range:
+	tools/check_dependency_range.sh
 
 # The development grid (hours on 2 cores; finished runs are reused), then benchmarks/RESULTS.md
 # and its figures from its runs. DEV: the folder holding the development data (lcbench,
