@@ -13,7 +13,8 @@
 #      (the extras' own requirements resolve to what fits), for the newest with --upgrade;
 #   3. python -m pytest tests/unit on a copy of the working tree (tracked and untracked files
 #      that git does not ignore), with PYTHONPATH unset, so the environment's packages are tested.
-# Prints the versions installed and pytest's summary per set; exits 1 if a set fails.
+# Prints the versions installed and pytest's summary per set (its full log: <set>-pytest.log in
+# the folder, kept with KEEP=1 or WORK); exits 1 if a set fails.
 #
 # Environment: PYTHON (the interpreter for the venvs, default python3), EXTRAS (default
 # dev,benchmarks: every unit test runs; with EXTRAS=dev the simulator tests skip, naming the
@@ -99,14 +100,19 @@ for set in "${SETS[@]}"; do
     echo "$set: $installed"
     log=$WORK/$set-pytest.log
     # shellcheck disable=SC2086
-    if (cd "$WORK/src" && env -u PYTHONPATH "$venv/bin/python" -m pytest tests/unit $PYTEST_ARGS -p no:cacheprovider -rs) \
+    if (cd "$WORK/src" && env -u PYTHONPATH "$venv/bin/python" -m pytest tests/unit $PYTEST_ARGS -p no:cacheprovider -rfEs) \
         >"$log" 2>&1; then
         result=passed
     else
         result=FAILED
         status=1
     fi
-    tail -n 15 "$log"
+    # the short summary (failures, errors and skips, with their reasons), else the last lines
+    if grep -q 'short test summary info' "$log"; then
+        sed -n '/short test summary info/,$p' "$log"
+    else
+        tail -n 5 "$log"
+    fi
     SUMMARY[$set]="$result: $(grep -E '^=*.* (passed|failed|error)' "$log" | tail -n 1 | tr -d '=') -- $installed"
 done
 
