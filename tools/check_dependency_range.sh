@@ -20,7 +20,7 @@
 # dev,benchmarks: every unit test runs; with EXTRAS=dev the simulator tests skip, naming the
 # extra), PYTEST_ARGS (default "-q -n 2"), WORK (folder to build in, default a new temporary
 # one), KEEP=1 (keep it), TORCH_PIP_ARGS (see 1.). pip's own settings apply: where a pip
-# configuration caps torch below the newest, lift it for this run (e.g. PIP_CONSTRAINT=).
+# configuration caps torch below the newest, lift it for this run (e.g. PIP_CONSTRAINT=/dev/null).
 set -euo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
