@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast benchmark setup check-dependency-range
+.PHONY: demo test test-fast benchmark setup
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,7 @@ test-fast: setup
 
 # The unit tests with the oldest versions pyproject.toml's dependencies allow and with the newest
 # (two fresh virtual environments in a temporary folder; downloads torch twice)
+.PHONY: check-dependency-range
 check-dependency-range:
 	tools/check_dependency_range.sh
 
