@@ -30,6 +30,12 @@ test: setup
 test-fast: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
 
+# The unit tests with the oldest versions pyproject.toml's dependencies allow and with the newest
+# (two fresh virtual environments in a temporary folder; downloads torch twice)
+.PHONY: check-dependency-range
+check-dependency-range:
+	tools/check_dependency_range.sh
+
 # The development grid (hours on 2 cores; finished runs are reused), then benchmarks/RESULTS.md
 # and its figures from its runs. DEV: the folder holding the development data (lcbench,
 # lcbench-extra, taskset; not shipped): make benchmark DEV=FOLDER

@@ -45,12 +45,19 @@ Typical use in a training script:
 
 from __future__ import annotations
 
+import codecs
 import collections
+import contextlib
+import glob
+import hashlib
 import logging
 import os
 import pathlib
 import random
+import socket
 import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -150,9 +157,11 @@ def save_checkpoint(
     :raises TypeError: if ``state`` holds a value :func:`load_checkpoint` could not
         return (naming its key and type)
 
-    A process killed with SIGKILL in the middle of this call may leave its
-    temporary file (``.<filename>.*.tmp``) behind; it is never read and may be
-    deleted.
+    A process killed with SIGKILL in the middle of this call leaves its temporary
+    file (``.<filename>.<host>.<pid>.*.tmp``) behind; it is never read. The next
+    successful save of the same checkpoint deletes those of its temporaries that were
+    written on this machine by processes that no longer run
+    (:func:`remove_stale_temporaries`); a concurrent writer's file is left alone.
     """
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict, got {type(state).__name__}")
@@ -162,8 +171,9 @@ def save_checkpoint(
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / filename
     payload = {"format_version": FORMAT_VERSION, "epoch": epoch, "state": state}
+    started = time.time()
     fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{filename}.", suffix=_TMP_SUFFIX, dir=str(directory)
+        prefix=_temporary_prefix(filename, os.getpid()), suffix=_TMP_SUFFIX, dir=str(directory)
     )
     try:
         with os.fdopen(fd, "wb") as f:
@@ -179,7 +189,68 @@ def save_checkpoint(
         except FileNotFoundError:
             pass
         raise
+    remove_stale_temporaries(directory, filename, older_than=started)
     return target
+
+
+def _host_tag() -> str:
+    """A short tag of this machine's host name, safe in a file name."""
+    return hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+
+
+def _temporary_prefix(filename: str, pid: int) -> str:
+    """Start of the name of a temporary file of :func:`save_checkpoint`: the checkpoint's
+    file name, this machine's host tag and the writing process' id."""
+    return f".{filename}.{_host_tag()}.{pid}."
+
+
+def _process_runs(pid: int) -> bool:
+    """Whether process ``pid`` of this machine exists (a zombie counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # runs under another user
+        return True
+    return True
+
+
+def remove_stale_temporaries(
+    checkpoint_dir: str | os.PathLike, filename: str = CHECKPOINT_FILENAME, older_than: float | None = None
+) -> list[Path]:
+    """
+    Deletes the temporary files that saves of ``checkpoint_dir/filename`` killed while
+    writing (:func:`save_checkpoint`) left behind: those written on this machine by a
+    process that no longer runs and last modified before ``older_than``. The temporary
+    files of running processes (a concurrent writer), of other machines sharing the
+    directory and of other checkpoint files are kept. :func:`save_checkpoint` calls this
+    after each successful save. Does nothing where processes cannot be probed (not POSIX).
+
+    :param checkpoint_dir: Checkpoint directory
+    :param filename: Name of the checkpoint file
+    :param older_than: Only files last modified before this time (seconds since the
+        epoch) are deleted; None: any time
+    :return: The deleted files
+    """
+    if os.name != "posix":
+        return []
+    host_prefix = f".{filename}.{_host_tag()}."
+    removed = []
+    for path in Path(checkpoint_dir).glob(f"{glob.escape(host_prefix)}*{_TMP_SUFFIX}"):
+        pid_text = path.name[len(host_prefix):].split(".", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _process_runs(int(pid_text)):
+            continue
+        try:
+            if older_than is not None and path.stat().st_mtime >= older_than:
+                continue
+            path.unlink()
+        except FileNotFoundError:  # removed by another save meanwhile
+            continue
+        except OSError as ex:
+            logger.debug(f"cannot remove stale temporary checkpoint file {path}: {ex}")
+            continue
+        removed.append(path)
+    return removed
 
 
 def _current_umask() -> int:
@@ -230,7 +301,7 @@ def load_checkpoint(
         return None
     try:
         try:
-            with torch.serialization.safe_globals(_numpy_and_path_globals()):
+            with _allowing(_numpy_and_path_globals()):
                 payload = torch.load(
                     path, map_location=map_location, weights_only=weights_only
                 )
@@ -281,10 +352,13 @@ _PATHS = (pathlib.PosixPath, pathlib.WindowsPath, pathlib.PurePosixPath, pathlib
 
 
 def _numpy_and_path_globals() -> list[Any]:
-    """What unpickling numpy scalars and arrays and pathlib paths needs, allowed (for one
-    :func:`torch.load`) on top of torch's ``weights_only`` set: numpy's scalar and array
-    reconstructors and dtype classes (they build values from bytes; an object array's
-    items still need their own classes, which stay refused) and the path classes."""
+    """What unpickling numpy scalars and arrays, pathlib paths, sets, complex numbers, bytes
+    and bytearrays needs, allowed (for one :func:`torch.load`) on top of torch's
+    ``weights_only`` set: numpy's scalar and array reconstructors and dtype classes (they
+    build values from bytes; an object array's items still need their own classes, which stay
+    refused), the path classes, and ``set``, ``complex``, ``bytearray`` and
+    ``_codecs.encode`` (which rebuilds bytes), which older torch versions do not allow by
+    default."""
     try:
         from numpy._core import multiarray
     except ImportError:  # numpy < 2
@@ -292,7 +366,33 @@ def _numpy_and_path_globals() -> list[Any]:
     dtype_classes = [
         getattr(np.dtypes, n) for n in dir(getattr(np, "dtypes", ())) if n.endswith("DType")
     ]
-    return [multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *dtype_classes, *_PATHS]
+    return [
+        multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *dtype_classes, *_PATHS, set, complex, bytearray,
+        codecs.encode,
+    ]
+
+
+@contextlib.contextmanager
+def _allowing(safe_globals: list[Any]) -> Iterator[None]:
+    """Adds those of ``safe_globals`` that torch's ``weights_only`` unpickler does not allow
+    yet to its allowed globals while the block runs, and removes just these afterwards: what
+    the caller had allowed before stays allowed. Uses ``torch.serialization.safe_globals``
+    where torch has it (2.5 on); torch 2.4 has only ``add_safe_globals``, so the block's
+    additions are taken out of the list it keeps afterwards."""
+    serialization = torch.serialization
+    before = list(serialization.get_safe_globals())
+    missing = [g for g in safe_globals if g not in before]
+    if hasattr(serialization, "safe_globals"):
+        with serialization.safe_globals(missing):
+            yield
+        return
+    serialization.add_safe_globals(missing)
+    try:
+        yield
+    finally:
+        kept = [g for g in serialization.get_safe_globals() if not any(g is m for m in missing)]
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(kept)
 
 
 def check_loadable(state: Any, key: str = "state") -> None:

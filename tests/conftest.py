@@ -15,6 +15,43 @@ REPO = Path(__file__).resolve().parent.parent
 REPO_DATA = REPO / "benchmarks" / "data"
 
 
+BENCHMARKS_EXTRA = "syne-dyhpo[benchmarks]"
+
+
+def _blackbox_repository_missing() -> str | None:
+    """Why ``syne_tune.blackbox_repository`` (Syne Tune's simulator and tabular blackboxes)
+    cannot be imported, or None if it can: it imports ``huggingface_hub``, which only the extra
+    ``syne-dyhpo[benchmarks]`` installs."""
+    try:
+        import syne_tune.blackbox_repository  # noqa: F401
+    except ImportError as ex:
+        return f"{type(ex).__name__}: {ex}"
+    return None
+
+
+def require_blackbox_repository() -> None:
+    """Skips the calling test, naming the missing extra, where ``syne_tune.blackbox_repository``
+    cannot be imported (a plain ``pip install '.[dev]'``)."""
+    missing = _blackbox_repository_missing()
+    if missing is not None:
+        import pytest
+
+        pytest.skip(
+            f"needs Syne Tune's simulator, syne_tune.blackbox_repository, which cannot be imported ({missing}): "
+            f"install the extra {BENCHMARKS_EXTRA} (pip install '.[dev,benchmarks]')"
+        )
+
+
+def pytest_report_header(config) -> str | None:
+    missing = _blackbox_repository_missing()
+    if missing is not None:
+        return (
+            f"WARNING: syne_tune.blackbox_repository cannot be imported ({missing}): the tests through "
+            f"Syne Tune's simulator skip; install the extra {BENCHMARKS_EXTRA} to run them"
+        )
+    return None
+
+
 def data_folder(name: str) -> Path:
     """The repo's small copy of a benchmark folder (``benchmarks/data``, shipped with the repo)."""
     folder = REPO_DATA / name
@@ -26,6 +63,7 @@ def shipped_task(name: str, task: str):
     """A task of the repo's benchmark data, read with Syne Tune's ``deserialize``: returns the
     blackbox, its table rows as configurations (native values, the space's constants included)
     and the folder's ``metadata.json`` (``default_metric``, ``time_attr``, ``metric_elapsed_time``)."""
+    require_blackbox_repository()
     import json
 
     from syne_tune.blackbox_repository.blackbox_tabular import deserialize
@@ -98,6 +136,7 @@ def tiny_blackbox(num_configs: int, max_t: int, seed: int = 0):
     """A tabular blackbox of ``num_configs`` crossing power-law error curves over one
     categorical hyperparameter ``x`` (and a constant one: Syne Tune's lookup needs two
     columns), one unit of time per epoch; objectives ``error`` and ``time``."""
+    require_blackbox_repository()
     import numpy as np
     import pandas as pd
     from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular
@@ -123,6 +162,7 @@ def tiny_blackbox(num_configs: int, max_t: int, seed: int = 0):
 def training_time_only_backend() -> type:
     """Syne Tune's simulator backend advancing simulated time by training time only (not by the
     scheduler's real compute), so that a run is reproducible from its seed on any machine."""
+    require_blackbox_repository()
     from syne_tune.blackbox_repository.simulated_tabular_backend import UserBlackboxBackend
 
     class TrainingTimeOnlyBackend(UserBlackboxBackend):

@@ -20,7 +20,7 @@ many backward, and autograd's graph and backward pass cost more than their arith
 - The positive hyperparameters are gpytorch's softplus transforms of raw parameters, whose
   derivative is the sigmoid.
 
-``tests/test_fast_paths.py`` checks value, gradients and BatchNorm's statistics against
+``tests/unit/test_fast_paths.py`` checks value, gradients and BatchNorm's statistics against
 autograd through :func:`negative_mll`.
 """
 
@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import nn
+
+from syne_dyhpo.surrogates import private_ops
 
 
 def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: int = 4) -> torch.Tensor:
@@ -139,10 +141,7 @@ def _extractor_forward(extractor: nn.Module, config_budget: torch.Tensor, window
     conv, linear2 = extractor.curve_conv, extractor.output_layer[0]
     hidden = torch.addmm(linear1.bias, config_budget, linear1.weight.T)
     batch_norm.num_batches_tracked.add_(1)
-    normed, save_mean, save_invstd = torch.ops.aten.native_batch_norm(
-        hidden, batch_norm.weight, batch_norm.bias, batch_norm.running_mean, batch_norm.running_var,
-        True, batch_norm.momentum, batch_norm.eps,
-    )
+    normed, save_mean, save_invstd = private_ops.native_batch_norm(hidden, batch_norm)
     per_position = windows @ conv.weight.reshape(conv.out_channels, -1).T + conv.bias  # (n, t, channels)
     curve_features, argmax = per_position.max(dim=1)
     joined = torch.cat([nn.functional.leaky_relu(normed, _LEAKY_SLOPE), curve_features], dim=1)
@@ -203,9 +202,8 @@ def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, wind
     hidden_width = forward.normed.shape[1]
     grad_normed = _leaky_backward(grad_joined[:, :hidden_width], forward.normed)
     grad_curve = grad_joined[:, hidden_width:]  # (n, channels)
-    grad_hidden, grad_bn_weight, grad_bn_bias = torch.ops.aten.native_batch_norm_backward(
-        grad_normed, forward.hidden, batch_norm.weight, batch_norm.running_mean, batch_norm.running_var,
-        forward.save_mean, forward.save_invstd, True, batch_norm.eps, [True, True, True],
+    grad_hidden, grad_bn_weight, grad_bn_bias = private_ops.native_batch_norm_backward(
+        grad_normed, forward.hidden, batch_norm, forward.save_mean, forward.save_invstd
     )
     # max over positions: the gradient goes to one maximising window (autograd shares it among
     # ties: the same sum, as tied windows are in practice identical, or all zero beyond the
@@ -232,9 +230,25 @@ def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared
     :param targets: training targets, float64, shape (n,)
     :param prepared: ``model.extractor.prepare(inputs)``
     :return: the loss and a dict of gradients keyed by parameter name
+
+    Where torch's private BatchNorm operators do not work (:mod:`.private_ops`), the same by
+    autograd through :func:`negative_mll`.
     """
+    if not private_ops.works(private_ops.BATCH_NORM):
+        return autograd_negative_mll_and_gradients(model, targets, prepared)
     with torch.no_grad():
         forward = _extractor_forward(model.extractor, *prepared)
         loss, grads, grad_z = _gp_loss_and_gradients(model, forward.z, targets)
         grads.update(_extractor_gradients(model.extractor, *prepared, forward, grad_z))
     return float(loss), grads
+
+
+def autograd_negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor,
+                                        prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
+    """:func:`negative_mll_and_gradients` by autograd through :func:`negative_mll` (public
+    torch only)."""
+    names, params = zip(*model.named_parameters())
+    with torch.enable_grad():
+        value = negative_mll(model, None, targets, prepared)
+        grads = torch.autograd.grad(value, params)
+    return float(value.detach()), dict(zip(names, grads))

@@ -16,6 +16,8 @@ training step computes the loss gradient in closed form and takes the Adam step 
 fused kernel (:func:`train_step`, :mod:`.optim`): the same numbers as autograd and
 ``torch.optim.Adam`` up to rounding (a test checks it), at a fifth of the cost for nets this
 small, where the overhead of autograd and of the optimizer's bookkeeping is most of the time.
+Where a private torch operator of this path does not work, autograd and ``torch.optim.Adam``
+take over (:mod:`.private_ops`).
 
 The model predicts a loss; scores (maximised, normalised by the policy's outcome transform)
 are negated on the way in and out.
@@ -34,6 +36,7 @@ from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, che
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import TrainingData
 from syne_dyhpo.core.policy import Surrogate, SurrogateCapabilities
+from syne_dyhpo.surrogates import private_ops
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 
@@ -194,7 +197,6 @@ def _per_member(norm: nn.Module, units: torch.Tensor) -> torch.Tensor:
 
 
 _LEAKY_SLOPE = 0.01  # nn.functional.leaky_relu's default
-_leaky_relu_backward = torch.ops.aten.leaky_relu_backward  # the kernel autograd uses
 
 
 class _NormPass:
@@ -209,9 +211,7 @@ class _NormPass:
             return
         self.flat_in = _as_channels(pre_activation)
         norm.num_batches_tracked.add_(1)
-        flat_out, self.save_mean, self.save_invstd = torch.ops.aten.native_batch_norm(
-            self.flat_in, norm.weight, norm.bias, norm.running_mean, norm.running_var, True, norm.momentum, norm.eps
-        )
+        flat_out, self.save_mean, self.save_invstd = private_ops.native_batch_norm(self.flat_in, norm)
         self.out = _from_channels(flat_out, self.shape)
 
     def backward(self, grad_out: torch.Tensor) -> tuple[torch.Tensor, list[torch.Tensor]]:
@@ -219,10 +219,8 @@ class _NormPass:
         weight and bias (none without BatchNorm)"""
         if self.norm is None:
             return grad_out, []
-        grad_in, grad_weight, grad_bias = torch.ops.aten.native_batch_norm_backward(
-            _as_channels(grad_out), self.flat_in, self.norm.weight,
-            self.norm.running_mean, self.norm.running_var, self.save_mean, self.save_invstd, True, self.norm.eps,
-            [True, True, True],
+        grad_in, grad_weight, grad_bias = private_ops.native_batch_norm_backward(
+            _as_channels(grad_out), self.flat_in, self.norm, self.save_mean, self.save_invstd
         )
         return _from_channels(grad_in, self.shape), [grad_weight, grad_bias]
 
@@ -233,12 +231,18 @@ def loss_and_gradients(
     """The training loss (sum over members of each member's mean loss over its rows) and its
     gradient with respect to ``nets.parameters()``, in closed form (no autograd graph). With
     BatchNorm, the forward pass is the training mode's and updates the running statistics.
+    Where a private torch operator this needs does not work (:mod:`.private_ops`), by
+    autograd through the nets' forward (:func:`autograd_loss_and_gradients`).
 
     :param x: configs, (members, rows, dim)
     :param b: normalised budgets, (members, rows)
     :param target: losses to fit, (members, rows)
     :param loss: "mse" or "l1"
     """
+    if not private_ops.works(private_ops.LEAKY_RELU_BACKWARD) or (
+        nets.norms is not None and not private_ops.works(private_ops.BATCH_NORM)
+    ):
+        return autograd_loss_and_gradients(nets, x, b, target, loss)
     (w1, b1), (w2, b2), (w3, b3) = [(layer.weight, layer.bias) for layer in nets.layers]
     norms = [None, None] if nets.norms is None else list(nets.norms)
     with torch.no_grad():
@@ -270,17 +274,30 @@ def loss_and_gradients(
         grad_w3 = torch.bmm(h2.transpose(1, 2), grad_out)
         grad_b3 = grad_out.sum(dim=1, keepdim=True)
         grad_a2, grad_norm2 = n2.backward(
-            _leaky_relu_backward(torch.bmm(grad_out, w3.transpose(1, 2)), n2.out, _LEAKY_SLOPE, False)
+            private_ops.leaky_relu_backward(torch.bmm(grad_out, w3.transpose(1, 2)), n2.out, _LEAKY_SLOPE)
         )
         grad_w2 = torch.bmm(h1.transpose(1, 2), grad_a2)
         grad_b2 = grad_a2.sum(dim=1, keepdim=True)
         grad_a1, grad_norm1 = n1.backward(
-            _leaky_relu_backward(torch.bmm(grad_a2, w2.transpose(1, 2)), n1.out, _LEAKY_SLOPE, False)
+            private_ops.leaky_relu_backward(torch.bmm(grad_a2, w2.transpose(1, 2)), n1.out, _LEAKY_SLOPE)
         )
         grad_w1 = torch.bmm(x.transpose(1, 2), grad_a1)
         grad_b1 = grad_a1.sum(dim=1, keepdim=True)
     # in the order of nets.parameters(): the linear layers', then the norms'
     return value, [grad_w1, grad_b1, grad_w2, grad_b2, grad_w3, grad_b3, *grad_norm1, *grad_norm2]
+
+
+def autograd_loss_and_gradients(
+    nets: PowerLawNets, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """:func:`loss_and_gradients` by autograd through the nets' forward in training mode
+    (public torch only)."""
+    with torch.enable_grad():
+        residual = nets(x, b) - target
+        rows = residual.shape[1]
+        value = (residual.square() if loss == "mse" else residual.abs()).sum() / rows
+        grads = torch.autograd.grad(value, list(nets.parameters()))
+    return value.detach(), list(grads)
 
 
 def train_step(nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str) -> float:

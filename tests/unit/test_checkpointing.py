@@ -1,6 +1,7 @@
 import logging
 import os
 import random
+import time
 
 import numpy as np
 import pytest
@@ -196,3 +197,164 @@ def test_restore_is_strict(tmp_path):
         restore_training_state(state, model=other, path="/x/checkpoint.pt")
     with pytest.raises(CheckpointError, match="no 'lr_scheduler' entry"):
         restore_training_state(state, model, opt, lr_scheduler=sched)
+
+
+# ----- torch's weights_only allowlist, across torch versions -------------------------------------
+
+
+class _Marker:
+    """A class a caller marked safe for weights_only loading before loading a checkpoint."""
+
+
+def test_loading_leaves_the_callers_safe_globals_as_they_were(tmp_path):
+    # np.ndarray is one of the globals load_checkpoint allows for its own load: the caller's
+    # earlier allowance must survive it, and nothing of load_checkpoint's may stay allowed
+    save_checkpoint(tmp_path, {"a": np.arange(3), "s": {1, 2}}, epoch=1)
+    torch.serialization.add_safe_globals([np.ndarray, _Marker])
+    try:
+        before = list(torch.serialization.get_safe_globals())
+        assert load_checkpoint(tmp_path).state["s"] == {1, 2}
+        after = list(torch.serialization.get_safe_globals())
+    finally:
+        torch.serialization.clear_safe_globals()
+    assert sorted(map(repr, after)) == sorted(map(repr, before))
+
+
+@pytest.fixture(params=["safe_globals", "add_safe_globals only"])
+def torch_allowlist_api(request, monkeypatch):
+    """torch 2.5 on has the context manager ``torch.serialization.safe_globals``; 2.4 only
+    ``add_safe_globals``, ``get_safe_globals`` and ``clear_safe_globals``."""
+    if request.param == "safe_globals":
+        if not hasattr(torch.serialization, "safe_globals"):
+            pytest.skip(f"torch {torch.__version__} has no torch.serialization.safe_globals (torch 2.5 on)")
+    else:
+        monkeypatch.delattr(torch.serialization, "safe_globals", raising=False)
+    return request.param
+
+
+@pytest.fixture
+def old_torch_default_allowlist(monkeypatch):
+    """torch's weights_only unpickler without the defaults that torch 2.4 (set, complex,
+    bytearray, _codecs.encode) and 2.5 (set, complex) lack."""
+    from torch import _weights_only_unpickler as unpickler
+
+    newer = {"builtins.set", "builtins.complex", "builtins.bytearray", "_codecs.encode"}
+    defaults = {k: v for k, v in unpickler._get_allowed_globals().items() if k not in newer}
+    monkeypatch.setattr(unpickler, "_get_allowed_globals", lambda: defaults)
+
+
+OLD_TORCH_VALUES = {
+    "set": {1, 2},
+    "complex": 1 - 2j,
+    "bytes": b"\x00\xff",
+    "bytearray": bytearray(b"ab"),
+    "ndarray": np.arange(4.0),
+    "np.float32": np.float32(0.5),
+}
+
+
+@pytest.mark.parametrize("key", list(OLD_TORCH_VALUES))
+def test_values_load_back_equal_with_torch_2_4_and_2_5_allowlists(tmp_path, torch_allowlist_api,
+                                                                  old_torch_default_allowlist, key):
+    value = OLD_TORCH_VALUES[key]
+    save_checkpoint(tmp_path, {"extra": {key: value}}, epoch=3)
+    before = list(torch.serialization.get_safe_globals())
+    ckpt = load_checkpoint(tmp_path)
+    loaded = ckpt.state["extra"][key]
+    assert ckpt.epoch == 3 and type(loaded) is type(value)
+    assert np.array_equal(loaded, value) if isinstance(value, np.ndarray) else loaded == value
+    assert list(torch.serialization.get_safe_globals()) == before  # nothing left allowed
+
+
+def test_a_failed_load_with_the_torch_2_4_api_leaves_nothing_allowed(tmp_path, torch_allowlist_api):
+    path = save_checkpoint(tmp_path, {"x": np.arange(3)}, epoch=1)
+    path.write_bytes(path.read_bytes()[:40])
+    with pytest.raises(CheckpointError):
+        load_checkpoint(tmp_path)
+    assert list(torch.serialization.get_safe_globals()) == []
+
+
+# ----- temporary files of killed saves -----------------------------------------------------------
+
+
+def _temporaries(directory):
+    return sorted(n for n in os.listdir(directory) if n.endswith(".tmp"))
+
+
+def _fork_saving(directory, epoch, pipe=None):
+    """A child process that saves a checkpoint: it writes part of the file and kills itself
+    (SIGKILL, as a scheduler pausing a trial does), or, given a ``pipe`` (read and write
+    end), waits until the parent closes the write end, then saves. Returns the child's pid."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # the child: never returns into pytest
+        import signal
+
+        block_on = None
+        if pipe is not None:
+            block_on = pipe[0]
+            os.close(pipe[1])
+
+        real_save = torch.save
+
+        def interrupted_save(obj, f, *args, **kwargs):
+            if block_on is not None:
+                os.read(block_on, 1)  # until the parent closes its end
+                return real_save(obj, f, *args, **kwargs)
+            f.write(b"partial" * 1000)
+            f.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        torch.save = interrupted_save
+        save_checkpoint(directory, {"epoch": epoch}, epoch=epoch, fsync=False)
+        os._exit(0)
+    finally:
+        os._exit(1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks a saving child process (POSIX only)")
+def test_a_save_removes_the_temporaries_of_killed_saves_but_not_a_live_writers(tmp_path):
+    save_checkpoint(tmp_path, {"x": 1}, epoch=1)
+    killed = []
+    for epoch in (2, 3):
+        pid = _fork_saving(tmp_path, epoch)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9
+        killed.append(pid)
+    read_end, write_end = os.pipe()
+    live = _fork_saving(tmp_path, 4, pipe=(read_end, write_end))
+    os.close(read_end)
+    try:
+        for _ in range(500):  # until the live writer has created its temporary file
+            if len(_temporaries(tmp_path)) == 3:
+                break
+            time.sleep(0.01)
+        names = _temporaries(tmp_path)
+        assert len(names) == 3 and all(any(f".{pid}." in n for n in names) for pid in killed + [live])
+        (tmp_path / ".other.pt.abc.tmp").write_bytes(b"another checkpoint's")  # not this checkpoint's
+        assert load_checkpoint(tmp_path).epoch == 1  # the killed saves left the checkpoint intact
+        save_checkpoint(tmp_path, {"x": 5}, epoch=5)
+        assert _temporaries(tmp_path) == sorted([".other.pt.abc.tmp"] + [n for n in names if f".{live}." in n])
+        assert load_checkpoint(tmp_path).epoch == 5
+    finally:
+        os.close(write_end)  # the live writer finishes its save
+        _, status = os.waitpid(live, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert _temporaries(tmp_path) == [".other.pt.abc.tmp"]
+    assert load_checkpoint(tmp_path).epoch == 4  # its file was left whole
+
+
+def test_temporaries_of_other_machines_and_files_are_kept(tmp_path):
+    from syne_dyhpo.checkpointing import _temporary_prefix, remove_stale_temporaries
+
+    save_checkpoint(tmp_path, {"x": 1}, epoch=1)
+    dead = 2**22 + 12345  # above Linux's default pid_max: no such process
+    ours = tmp_path / f"{_temporary_prefix(CHECKPOINT_FILENAME, dead)}abcd1234.tmp"
+    other_host = tmp_path / f".{CHECKPOINT_FILENAME}.00000000.{dead}.abcd1234.tmp"
+    other_file = tmp_path / f"{_temporary_prefix('other.pt', dead)}abcd1234.tmp"
+    for path in (ours, other_host, other_file):
+        path.write_bytes(b"half")
+    assert remove_stale_temporaries(tmp_path, older_than=os.path.getmtime(ours)) == []  # not older
+    assert remove_stale_temporaries(tmp_path) == [ours]
+    assert _temporaries(tmp_path) == sorted(p.name for p in (other_host, other_file))
