@@ -1,6 +1,6 @@
 """The decision log and ``syne-dyhpo report`` on real LocalBackend runs (real processes).
 
-DyHPO tunes ``tests/report_train.py`` (a checkpointed stand-in for a training script: one job
+DyHPO tunes ``tests/e2e/report_train.py`` (a checkpointed stand-in for a training script: one job
 per segment, a crashing and a diverging region) with 2 workers; the report read from the
 experiment folder must agree with Syne Tune's own results, and a run continued with
 ``Tuner.load`` must keep one decision log.
