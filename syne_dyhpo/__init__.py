@@ -24,7 +24,7 @@ The public names are imported on first use, so that a training script importing 
 from importlib import import_module
 from typing import Any
 
-__version__ = "1.0.0"
+__version__ = "1.1.0"
 
 _PUBLIC = {
     "CandidateOptions": "syne_dyhpo.core.candidates",
