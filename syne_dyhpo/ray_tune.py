@@ -254,15 +254,17 @@ class FreezeThawRayScheduler(RayTrialScheduler):
 
     def _attach_decision_log(self, trial: RayTrial) -> None:
         """The core's decision log goes into Ray's experiment folder (the trial's storage says
-        where; with remote storage, the driver's staging folder, which Ray copies there)."""
+        where; with remote storage, the driver's staging folder, which Ray copies there). A
+        restored run starts its new session first, so that the log, once bound, continues after
+        the sessions its file holds."""
         self._log_attached = True
+        self._continue_restored_run()
         storage = getattr(trial, "storage", None)
         if storage is None:
             return
         local = getattr(storage.storage_filesystem, "type_name", "local") == "local"
         folder = storage.experiment_fs_path if local else storage.experiment_driver_staging_path
         self.core.attach_decision_log(folder, start_timestamp=self._started_at, n_workers=self.max_concurrent)
-        self._continue_restored_run()
 
     def _continue_restored_run(self) -> None:
         """After :meth:`restore`: the core's restore hook (new log session; the trials running at

@@ -490,7 +490,8 @@ def test_simulator_tuner_load_with_a_new_scheduler_continues_the_decision_log(tm
 
     def new_dyhpo(seed: int) -> DyHPO:
         return DyHPO(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch",
-                     max_t=SIM_MAX_T, candidates=CandidateOptions(num_candidates=16), random_seed=seed)
+                     max_t=SIM_MAX_T, options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+                     random_seed=seed)
 
     first = new_dyhpo(3)
     backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0)

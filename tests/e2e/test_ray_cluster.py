@@ -17,7 +17,7 @@ from ray import tune  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 from syne_tune.config_space import uniform  # noqa: E402
 
-from syne_dyhpo import CandidateOptions  # noqa: E402
+from syne_dyhpo import CandidateOptions, DyHPOSurrogate, FreezeThawOptions  # noqa: E402
 from syne_dyhpo.ray_tune import ray_scheduler  # noqa: E402
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig  # noqa: E402
 
@@ -83,8 +83,8 @@ def test_a_trial_resumed_on_the_other_node_continues_from_its_checkpoint(two_nod
     log_path = tmp_path / "epochs.log"
     sched = ray_scheduler(
         "dyhpo", {"x": uniform(0.0, 1.0)}, metric="loss", mode="min", max_t=MAX_EPOCHS, max_concurrent=1,
-        max_num_trials=2, candidates=CandidateOptions(num_candidates=16), random_seed=3,
-        surrogate_config=DeepKernelGPConfig(max_iterations=30, refine_iterations=5),
+        max_num_trials=2, random_seed=3, options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+        surrogate=DyHPOSurrogate(model=DeepKernelGPConfig(max_iterations=30, refine_iterations=5)),
     )
     results = tune.Tuner(
         tune.with_resources(trainable, tune.PlacementGroupFactory([{"CPU": 1, NODES[0]: 1}])),

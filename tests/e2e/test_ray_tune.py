@@ -21,7 +21,7 @@ ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip inst
 from ray import tune  # noqa: E402
 from syne_tune.config_space import choice, uniform  # noqa: E402
 
-from syne_dyhpo import CandidateOptions, FreezeThawOptions  # noqa: E402
+from syne_dyhpo import CandidateOptions, DyHPOSurrogate, FreezeThawOptions  # noqa: E402
 from syne_dyhpo.ray_tune import FreezeThawRayScheduler, config_space_from_ray, ray_scheduler  # noqa: E402
 from syne_dyhpo.surrogates.deep_kernel_gp import DeepKernelGPConfig  # noqa: E402
 
@@ -261,8 +261,8 @@ def short_trainable(config: dict) -> None:
 def _short_scheduler(**kwargs) -> FreezeThawRayScheduler:
     return ray_scheduler(
         "dyhpo", {"x": uniform(0.0, 1.0)}, metric="loss", mode="min", max_t=SHORT_EPOCHS, max_concurrent=2,
-        candidates=CandidateOptions(num_candidates=16), random_seed=3,
-        surrogate_config=DeepKernelGPConfig(max_iterations=30, refine_iterations=5), **kwargs,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=3,
+        surrogate=DyHPOSurrogate(model=DeepKernelGPConfig(max_iterations=30, refine_iterations=5)), **kwargs,
     )
 
 
