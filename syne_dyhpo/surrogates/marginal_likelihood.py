@@ -38,7 +38,7 @@ from syne_dyhpo.surrogates import private_ops
 
 def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: int = 4) -> torch.Tensor:
     """Cholesky factor as gpytorch's ``psd_safe_cholesky`` takes it in training (with the
-    settings of ``deep_kernel_gp._cholesky_settings``): jitter 1e-6, 1e-5, ... added only on failure."""
+    settings of ``deep_kernel_gp.reference._cholesky_settings``): jitter 1e-6, 1e-5, ... added only on failure."""
     chol, info = torch.linalg.cholesky_ex(matrix)
     if not torch.any(info):
         return chol
@@ -226,7 +226,7 @@ def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared
     each of ``model.named_parameters()``, without autograd; as the module's forward in
     training mode does, it updates BatchNorm's running statistics.
 
-    :param model: the GP model (``deep_kernel_gp._GPModel``) in training mode
+    :param model: the GP model (``deep_kernel_gp.features._GPModel``) in training mode
     :param targets: training targets, float64, shape (n,)
     :param prepared: ``model.extractor.prepare(inputs)``
     :return: the loss and a dict of gradients keyed by parameter name

@@ -1,5 +1,5 @@
 """``syne-dyhpo report`` on a real Ray Tune experiment folder: a local Ray (2 CPUs) runs DyHPO
-through the Ray front end (syne_dyhpo/ray_tune.py) on a tiny checkpointing trainable; the report
+through the Ray front end (syne_dyhpo/ray_tune/) on a tiny checkpointing trainable; the report
 read from Ray's folder must agree with what the scheduler saw and with Ray's own results."""
 
 from __future__ import annotations

@@ -33,10 +33,10 @@ from syne_dyhpo.surrogates.deep_kernel_gp import (
     DeepKernelGPConfig,
     FeatureExtractor,
     _GPModel,
-    _Posterior,
     gpytorch_posterior,
     model_inputs,
 )
+from syne_dyhpo.surrogates.deep_kernel_gp.posterior import _Posterior
 from syne_dyhpo.surrogates.marginal_likelihood import negative_mll, negative_mll_and_gradients, rbf
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
@@ -502,7 +502,7 @@ def test_closed_form_gradients_equal_autograd_with_ties_and_cut_off_entries(leng
 def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpytorch(
     fitted_gp, monkeypatch, group, stale_rows, cache_floor
 ):
-    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+    import syne_dyhpo.surrogates.deep_kernel_gp.posterior as dkgp
 
     monkeypatch.setattr(dkgp, "_SAME_LENGTH_GROUP", group)
     monkeypatch.setattr(dkgp, "_PREFIX_STALE_ROWS", stale_rows)
@@ -510,8 +510,8 @@ def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpyto
     if cache_floor is not None:
         monkeypatch.setattr(dkgp, "CANDIDATE_CACHE_BYTES", 0)
         monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", cache_floor)
-        compact = dkgp.DeepKernelGP._compact
-        monkeypatch.setattr(dkgp.DeepKernelGP, "_compact", staticmethod(lambda *a: compactions.append(1) or compact(*a)))
+        compact = dkgp._Posterior.compact
+        monkeypatch.setattr(dkgp._Posterior, "compact", lambda *a: compactions.append(1) or compact(*a))
     gp, obs, curves, transform = fitted_gp
     rng = np.random.RandomState(1)
     pool = rng.rand(40, 2)
@@ -544,7 +544,7 @@ def test_cached_candidates_extended_as_rows_arrive_equal_recomputation_and_gpyto
 
 
 def test_candidate_cache_of_a_new_posterior_starts_at_the_size_the_last_one_grew_to(fitted_gp, monkeypatch):
-    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+    import syne_dyhpo.surrogates.deep_kernel_gp.posterior as dkgp
 
     monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", 4096)
     gp, obs, curves, transform = fitted_gp

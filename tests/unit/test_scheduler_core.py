@@ -519,10 +519,11 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
     the rows appended since (O(n)); only the fresh draws and the reporting trial's new input go
     through a triangular solve against the whole conditioning set."""
     from syne_dyhpo.surrogates import deep_kernel_gp
+    from syne_dyhpo.surrogates.deep_kernel_gp.posterior import _Posterior
 
     def whitened_per_prediction(num_kept):
         solved, calls = [], []
-        original_whiten, original_predict = deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict
+        original_whiten, original_predict = _Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict
 
         def whiten(self, z, sq):
             solved[-1] += len(z)
@@ -533,7 +534,7 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
             calls.append(self._params_version)
             return original_predict(self, inputs, pending_inputs)
 
-        deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
+        _Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
         try:
             s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
                       options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=32, num_kept=num_kept)), completion=None)
@@ -541,7 +542,7 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
             drive_one_worker(s, 60, lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch
                              + 0.01 * rng.rand())
         finally:
-            deep_kernel_gp._Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = original_whiten, original_predict
+            _Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = original_whiten, original_predict
         # predictions by the same weights as the one before (no training in between)
         return [n for n, version, prev in zip(solved[1:], calls[1:], calls) if version == prev]
 

@@ -101,7 +101,7 @@ def test_deep_kernel_gp_refine_and_condition_keep_predicting():
 
 
 def test_deep_kernel_gp_training_keeps_the_weights_of_the_best_loss_seen(monkeypatch):
-    import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
+    import syne_dyhpo.surrogates.deep_kernel_gp.model as dkgp
 
     losses = []
     loss_and_gradients = dkgp.negative_mll_and_gradients
@@ -216,7 +216,8 @@ def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer()
     assert np.all(std_kb <= std + 1e-12) and np.all(std_kb[:3] < std[:3])
     # reference: gpytorch's posterior with the pending inputs appended to the conditioning rows,
     # their targets the predicted latent means
-    from syne_dyhpo.surrogates.deep_kernel_gp import _Settings, model_inputs
+    from syne_dyhpo.surrogates.deep_kernel_gp import model_inputs
+    from syne_dyhpo.surrogates.deep_kernel_gp.reference import _Settings
 
     model, likelihood = gp._model, gp._likelihood
     rows = gp.conditioning_rows()
@@ -237,7 +238,7 @@ def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer()
 def test_deep_kernel_gp_recovers_from_cholesky_failures(monkeypatch):
     from linear_operator.utils.errors import NotPSDError
 
-    from syne_dyhpo.surrogates import deep_kernel_gp
+    from syne_dyhpo.surrogates.deep_kernel_gp import model as deep_kernel_gp
 
     rng = np.random.RandomState(3)
     x, curves = saturating_curves(rng, 12, 8)

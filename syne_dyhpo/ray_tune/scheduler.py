@@ -1,56 +1,6 @@
-"""Ray Tune front end of the freeze-thaw schedulers (DyHPO, Deep Power Law).
-
-One implementation of each method, two front ends: the policy logic (surrogate, acquisition,
-config encoding, the decision "resume the best paused trial or start the best new config, one
-budget step at a time") lives in one :class:`~syne_dyhpo.core.scheduler.FreezeThawScheduler`
-instance (the *core*, e.g. :class:`~syne_dyhpo.DyHPO`). This module only translates Ray Tune
-events into the core's Syne Tune calls:
-
-* :class:`FreezeThawRayScheduler` (a Ray ``TrialScheduler``) forwards every result to the
-  core and returns its CONTINUE / PAUSE / STOP. Whenever a slot is free (fewer than
-  ``max_concurrent`` trials running) it asks the core for the next decision
-  (``core.suggest()``). A resume decision is carried out by ``choose_trial_to_run``, which
-  hands that PAUSED Ray trial back to Ray; Ray restarts it from the checkpoint it saved when
-  it was paused (``ray.tune.get_checkpoint()`` in the trainable).
-* :class:`FreezeThawRaySearcher` (a Ray ``Searcher``, paired with the scheduler) hands out
-  the new configurations the core decided to start, and nothing else. Ray's searchers cannot
-  resume trials and its schedulers cannot create them, hence the pair.
-
-Ray pauses a function trainable right after the report the scheduler answered with PAUSE
-(the trainable blocks in ``ray.tune.report`` until it is told to go on), so no epoch runs
-past a decision and ``max_resource_attr`` is not needed (and not supported) here.
-
-The trainable must report the core's ``metric`` and ``time_attr`` (default ``"epoch"``,
-counting from 1) after every epoch, with a checkpoint, and resume from
-``ray.tune.get_checkpoint()``::
-
-    def train_fn(config):
-        start = 1
-        checkpoint = ray.tune.get_checkpoint()
-        if checkpoint is not None:
-            start = load(checkpoint) + 1  # last epoch done
-        for epoch in range(start, max_epochs + 1):
-            loss = train_one_epoch(...)
-            with tempfile.TemporaryDirectory() as d:
-                save(d, epoch)
-                ray.tune.report({"epoch": epoch, "loss": loss},
-                                checkpoint=ray.tune.Checkpoint.from_directory(d))
-
-    ray_scheduler = ray_dyhpo(config_space, metric="loss", mode="min", max_t=max_epochs,
-                              max_concurrent=4, max_num_trials=50)
-    tuner = ray.tune.Tuner(train_fn, tune_config=ray_scheduler.tune_config())
-    results = tuner.fit()
-
-The config space is a Syne Tune one (``syne_tune.config_space``); Ray search-space domains
-(``ray.tune.uniform`` ...) are converted by :func:`config_space_from_ray`. Ray is an optional
-dependency: ``pip install syne-dyhpo[ray]``.
-
-An interrupted run (Ctrl+C, a crashed driver) continues with ``ray.tune.Tuner.restore(path,
-trainable)``: Ray saves the searcher with its experiment state, and the searcher saves the whole
-scheduler, core included (:meth:`FreezeThawRayScheduler.save`). The restored scheduler resumes
-the paused and interrupted trials from their last checkpoints, keeps counting ``max_num_trials``
-and ``max_total_epochs`` over both runs, and its decision log continues with a new ``session``.
-"""
+"""The Ray Tune ``TrialScheduler`` of the freeze-thaw schedulers: translates Ray's trial events
+into the core's Syne Tune calls, asks the core for decisions while a slot is free, and saves and
+restores the whole scheduler with Ray's experiment checkpoints (see :mod:`syne_dyhpo.ray_tune`)."""
 
 from __future__ import annotations
 
@@ -59,29 +9,20 @@ import os
 import pickle
 import time
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
-
-try:
-    from ray.tune import TuneConfig
-    from ray.tune.experiment import Trial as RayTrial
-    from ray.tune.schedulers import TrialScheduler as RayTrialScheduler
-    from ray.tune.search import Searcher as RaySearcher
-    from ray.tune.search import sample as ray_sample
-except ImportError as _err:  # pragma: no cover - exercised only without ray
-    raise ImportError(
-        "syne_dyhpo.ray_tune needs Ray Tune, an optional dependency: pip install syne-dyhpo[ray] "
-        f"(or pip install 'ray[tune]'). Import failed with: {_err}"
-    ) from _err
-
-from syne_tune import config_space as st_cs
+from ray.tune import TuneConfig
+from ray.tune.experiment import Trial as RayTrial
+from ray.tune.schedulers import TrialScheduler as RayTrialScheduler
+from ray.tune.search import Searcher as RaySearcher
 from syne_tune.backend.trial_status import Trial as SyneTrial
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
 from syne_dyhpo.checks import checked_integer
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
+from syne_dyhpo.ray_tune.searcher import FreezeThawRaySearcher, _check_metric_mode
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +71,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
                 "max_resource_attr is not supported under Ray Tune: Ray pauses a trainable right "
                 "after the report answered with PAUSE, so segments are exact without it"
             )
-        max_concurrent = checked_integer("max_concurrent", max_concurrent, 1)
+        concurrent = checked_integer("max_concurrent", max_concurrent, 1)
+        assert concurrent is not None  # None is refused
         max_num_trials = checked_integer("max_num_trials", max_num_trials, 1, allow_none=True)
         max_total_epochs = checked_integer("max_total_epochs", max_total_epochs, 1, allow_none=True)
         if max_num_trials is None and max_total_epochs is None:
@@ -139,7 +81,7 @@ class FreezeThawRayScheduler(RayTrialScheduler):
                 "Ray stops it (e.g. time_budget_s or a stopper)"
             )
         self.core = scheduler
-        self.max_concurrent = max_concurrent
+        self.max_concurrent = concurrent
         self.max_num_trials = max_num_trials
         self.max_total_epochs = max_total_epochs
         self._metric = scheduler.metric
@@ -376,6 +318,8 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         PENDING trials by itself: those the core did not decide to resume are set to PAUSED
         (resumed when it decides so), those it ended are stopped."""
         requeued, self._requeued = self._requeued, None
+        if requeued is None:
+            return
         for ray_id in requeued:
             trial = tune_controller.get_trial(ray_id)
             int_id = self._int_id[ray_id]
@@ -505,52 +449,6 @@ class FreezeThawRayScheduler(RayTrialScheduler):
         return self._ray_id[core_trial_id]
 
 
-class FreezeThawRaySearcher(RaySearcher):
-    """Ray Tune ``Searcher`` paired with a :class:`FreezeThawRayScheduler`: suggests exactly
-    the new configurations the scheduler's core decided to start. Create it through
-    :attr:`FreezeThawRayScheduler.searcher`.
-
-    :param scheduler: the paired scheduler
-    """
-
-    def __init__(self, scheduler: FreezeThawRayScheduler):
-        super().__init__(metric=scheduler.core.metric, mode=scheduler.mode)
-        self.scheduler = scheduler
-
-    def set_max_concurrency(self, max_concurrent: int) -> bool:
-        """Called by Ray's ``ConcurrencyLimiter`` (``TuneConfig(max_concurrent_trials=...)``):
-        the scheduler limits the trials running at once itself (``max_concurrent``), so the
-        limiter stands aside (True). A different limit is refused: the limiter would count paused
-        trials as running and block the run."""
-        self.scheduler._check_max_concurrent_trials(max_concurrent)
-        return True
-
-    def save(self, checkpoint_path: str) -> None:
-        """Ray's experiment checkpoint: the paired scheduler's state (:meth:`FreezeThawRayScheduler.save`)."""
-        self.scheduler.save(checkpoint_path)
-
-    def restore(self, checkpoint_path: str) -> None:
-        """``Tuner.restore``: the paired scheduler's state (:meth:`FreezeThawRayScheduler.restore`)."""
-        self.scheduler.restore(checkpoint_path)
-
-    def set_search_properties(self, metric: str | None, mode: str | None, config: dict, **spec: Any) -> bool:
-        _check_metric_mode(self.scheduler.core, metric, mode)
-        unresolved = [k for k, v in (config or {}).items() if isinstance(v, ray_sample.Domain)]
-        if unresolved:
-            raise ValueError(
-                f"param_space has search-space domains {unresolved}: the freeze-thaw searcher samples "
-                "only from its own config space; pass them there (config_space_from_ray converts Ray "
-                "domains) and keep only constants in param_space"
-            )
-        return True
-
-    def suggest(self, trial_id: str) -> dict[str, Any] | str | None:
-        return self.scheduler.next_new_config(trial_id)
-
-    def on_trial_complete(self, trial_id: str, result: dict | None = None, error: bool = False) -> None:
-        pass  # the scheduler receives the same event
-
-
 def _drop_stale_decisions(tune_controller: Any, trial: RayTrial) -> None:
     """Ray's restored controller keeps the decisions it had deferred for trials that were saving
     a checkpoint when the experiment was saved (e.g. our PAUSE), and would carry them out on the
@@ -559,125 +457,3 @@ def _drop_stale_decisions(tune_controller: Any, trial: RayTrial) -> None:
         decisions = getattr(tune_controller, name, None)
         if isinstance(decisions, dict):
             decisions.pop(trial.trial_id, None)
-
-
-def _check_metric_mode(core: FreezeThawScheduler, metric: str | None, mode: str | None) -> None:
-    if metric is not None and metric != core.metric:
-        raise ValueError(f"TuneConfig metric '{metric}' differs from the scheduler's metric '{core.metric}'")
-    if mode is not None and mode != core.metric_mode():
-        raise ValueError(f"TuneConfig mode '{mode}' differs from the scheduler's mode '{core.metric_mode()}'")
-
-
-# ----- construction helpers ----------------------------------------------------------------------
-
-
-def config_space_from_ray(space: dict[str, Any]) -> dict[str, Any]:
-    """Converts a (flat) Ray Tune search space to a Syne Tune config space: ``uniform``,
-    ``loguniform``, ``randint`` (upper bound exclusive in Ray), ``lograndint``, ``choice``;
-    ``tune.grid_search(values)`` becomes ``choice(values)``: the scheduler chooses which values
-    to run, as for any other hyperparameter (a grid is not run value by value); non-domain
-    values stay constants. Quantized and custom-sampled domains are refused.
-
-    :param space: Ray Tune search space, e.g. ``{"lr": tune.loguniform(1e-4, 1e-1)}``
-    :return: equivalent Syne Tune config space
-    """
-    out: dict[str, Any] = {}
-    for name, dom in space.items():
-        if _is_grid_search(dom):
-            values = dom["grid_search"]
-            if not isinstance(values, (list, tuple)) or len(values) == 0:
-                raise ValueError(f"'{name}': grid_search needs a non-empty list of values, got {values!r}")
-            out[name] = st_cs.choice(list(values))
-            continue
-        if not isinstance(dom, ray_sample.Domain):
-            out[name] = dom
-            continue
-        sampler = dom.get_sampler()
-        if isinstance(sampler, ray_sample.Quantized) or not isinstance(
-            dom, (ray_sample.Float, ray_sample.Integer, ray_sample.Categorical)
-        ):
-            raise ValueError(f"'{name}': unsupported Ray domain {dom!r} (use uniform/loguniform/randint/choice)")
-        log = isinstance(sampler, ray_sample.LogUniform)
-        if isinstance(dom, ray_sample.Categorical):
-            out[name] = st_cs.choice(list(dom.categories))
-        elif isinstance(dom, ray_sample.Integer):
-            upper = int(dom.upper) - 1  # Ray's integer upper bound is exclusive
-            out[name] = st_cs.lograndint(int(dom.lower), upper) if log else st_cs.randint(int(dom.lower), upper)
-        elif isinstance(sampler, (ray_sample.Uniform, ray_sample.LogUniform)):
-            out[name] = (st_cs.loguniform if log else st_cs.uniform)(float(dom.lower), float(dom.upper))
-        else:
-            raise ValueError(f"'{name}': unsupported sampler {sampler!r} (normal/custom are not bounded)")
-    return out
-
-
-def _is_grid_search(value: Any) -> bool:
-    """Whether ``value`` is what ``ray.tune.grid_search`` returns."""
-    return isinstance(value, dict) and set(value) == {"grid_search"}
-
-
-def _core_class(method: str) -> Callable[..., FreezeThawScheduler]:
-    key = method.lower().replace("-", "_")
-    if key == "dyhpo":
-        from syne_dyhpo.methods.dyhpo import DyHPO
-
-        return DyHPO
-    if key in ("dpl", "deep_power_law", "deeppowerlaw"):
-        from syne_dyhpo.methods.deep_power_law import DeepPowerLaw
-
-        return DeepPowerLaw
-    raise ValueError(f"Unknown method '{method}': use 'dyhpo' or 'dpl'")
-
-
-def ray_scheduler(
-    method: str,
-    config_space: dict[str, Any],
-    metric: str,
-    mode: str = "min",
-    max_t: int | None = None,
-    max_concurrent: int = 2,
-    max_num_trials: int | None = None,
-    max_total_epochs: int | None = None,
-    **kwargs: Any,
-) -> FreezeThawRayScheduler:
-    """Builds the core of a method and its Ray front end.
-
-    :param method: "dyhpo" (:class:`~syne_dyhpo.DyHPO`) or "dpl" (``DeepPowerLaw``)
-    :param config_space: Syne Tune config space, or a Ray Tune search space (converted with
-        :func:`config_space_from_ray`)
-    :param metric: metric the trainable reports, to optimise
-    :param mode: "min" or "max". Defaults to "min"
-    :param max_t: maximum epochs of a trial (the trainable's own maximum)
-    :param max_concurrent: see :class:`FreezeThawRayScheduler`
-    :param max_num_trials: see :class:`FreezeThawRayScheduler`
-    :param max_total_epochs: see :class:`FreezeThawRayScheduler`
-    :param kwargs: further arguments of the method's constructor (``time_attr``,
-        ``random_seed``, ``surrogate``, ``completion``, ``depth_gate``, ``options``, ...)
-    """
-    if mode not in ("min", "max"):
-        raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-    if any(isinstance(v, ray_sample.Domain) or _is_grid_search(v) for v in config_space.values()):
-        config_space = config_space_from_ray(config_space)
-    core = _core_class(method)(config_space, metric, do_minimize=(mode == "min"), max_t=max_t, **kwargs)
-    return FreezeThawRayScheduler(
-        core, max_concurrent=max_concurrent, max_num_trials=max_num_trials, max_total_epochs=max_total_epochs
-    )
-
-
-def ray_dyhpo(config_space: dict[str, Any], metric: str, **kwargs: Any) -> FreezeThawRayScheduler:
-    """DyHPO under Ray Tune; arguments as in :func:`ray_scheduler`."""
-    return ray_scheduler("dyhpo", config_space, metric, **kwargs)
-
-
-def ray_deep_power_law(config_space: dict[str, Any], metric: str, **kwargs: Any) -> FreezeThawRayScheduler:
-    """Deep Power Law under Ray Tune; arguments as in :func:`ray_scheduler`."""
-    return ray_scheduler("dpl", config_space, metric, **kwargs)
-
-
-__all__ = [
-    "FreezeThawRayScheduler",
-    "FreezeThawRaySearcher",
-    "config_space_from_ray",
-    "ray_scheduler",
-    "ray_dyhpo",
-    "ray_deep_power_law",
-]
