@@ -237,7 +237,7 @@ class TimedScheduler(TrialScheduler):
             meta = self.scheduler.metadata()
             json.dumps(meta)  # the Tuner JSON-dumps it; never let that crash a run
             return meta
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever the scheduler's metadata does, the run goes on
             return {"scheduler": type(self.scheduler).__name__}
 
 
@@ -552,7 +552,7 @@ def _quiet_logging() -> None:
 def _run_one_safe(spec: RunSpec, results_dir: str, kwargs: dict) -> tuple[RunSpec, Any]:
     try:
         return spec, run_one(spec, results_dir, **kwargs)
-    except Exception as ex:  # report, keep the grid going
+    except Exception as ex:  # noqa: BLE001 - report, keep the grid going
         import traceback
 
         return spec, f"{type(ex).__name__}: {ex}\n{traceback.format_exc()}"

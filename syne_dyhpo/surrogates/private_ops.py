@@ -44,7 +44,7 @@ def works(op: str) -> bool:
     if verdict is None:
         try:
             problem = _PROBES[op]()
-        except Exception as ex:  # missing (AttributeError, RuntimeError) or a changed signature
+        except Exception as ex:  # noqa: BLE001 - missing (AttributeError, RuntimeError) or a changed signature
             problem = f"fails ({type(ex).__name__}: {ex})"
         verdict = _verdicts[op] = problem is None
         if problem is not None:
