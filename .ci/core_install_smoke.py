@@ -9,11 +9,11 @@ import sys
 # which it removes on exit (a folder under /tmp would be left behind by every CI run)
 os.environ.setdefault("SYNETUNE_FOLDER", os.path.abspath("syne-tune-results"))
 
-from syne_tune import StoppingCriterion, Tuner  # noqa: E402
-from syne_tune.backend import PythonBackend  # noqa: E402
-from syne_tune.config_space import loguniform, uniform  # noqa: E402
+from syne_tune import StoppingCriterion, Tuner
+from syne_tune.backend import PythonBackend
+from syne_tune.config_space import loguniform, uniform
 
-from syne_dyhpo import DeepPowerLaw, DyHPO  # noqa: E402
+from syne_dyhpo import DeepPowerLaw, DyHPO
 
 MAX_T = 6
 

@@ -66,7 +66,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.blackboxes import list_tasks, load_benchmark
     from benchmarks.plots import plot_regret_curves
     from benchmarks.report import load_runs, long_table
-    from benchmarks.runner import make_grid, run_grid, run_dir
+    from benchmarks.runner import make_grid, run_dir, run_grid
 
     pairs = [(str(source), task) for source in DATA for task in list_tasks(source)]
     budgets = {(s, t): int(round(args.budget_factor * load_benchmark(s, task=t)[0].max_t)) for s, t in pairs}

@@ -38,8 +38,6 @@ from syne_tune.tuning_status import TuningStatus
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
-from syne_dyhpo.core.job_costs import JobCosts
-from syne_dyhpo.core.options import FreezeThawOptions
 from benchmarks.wallclock import (
     EPOCHS,
     JOBS_FILE,
@@ -52,6 +50,8 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
+from syne_dyhpo.core.job_costs import JobCosts
+from syne_dyhpo.core.options import FreezeThawOptions
 
 logger = logging.getLogger(__name__)
 
@@ -512,7 +512,7 @@ def run_one(
         "scheduler_calls": scheduler.num_calls,
         "wall_seconds": wall,
         "n_epochs_simulated": n_simulated,
-        "n_results": int(len(df)),
+        "n_results": len(df),
         "n_trials": int(df["trial_id"].nunique()) if len(df) else 0,
         "simulated_time": float(df["st_tuner_time"].max()) if len(df) else 0.0,
         "final_incumbent": float(traj["incumbent"].iloc[-1]) if len(traj) else None,

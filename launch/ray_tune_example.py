@@ -38,9 +38,9 @@ from syne_tune.config_space import Domain
 from syne_dyhpo.ray_tune import ray_scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mlp_config_space  # noqa: E402
-from cli_args import positive_int, positive_number, seed  # noqa: E402
-import train_mlp as training_script  # noqa: E402
+import mlp_config_space
+import train_mlp as training_script
+from cli_args import positive_int, positive_number, seed
 
 # Ray ships the trainable to its workers with cloudpickle: send the training module by value
 # so that workers need syne-dyhpo installed but not this launch/ folder on their path

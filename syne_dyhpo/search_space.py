@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from syne_tune.config_space import (

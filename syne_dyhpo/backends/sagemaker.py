@@ -41,9 +41,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 try:
     import boto3

@@ -11,9 +11,10 @@ decision log needs of it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,12 +78,12 @@ class Decision:
     prediction: Prediction | None = None
 
     @staticmethod
-    def resume(trial_id: int, retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+    def resume(trial_id: int, retire: tuple[int, ...] = (), **why: Any) -> Decision:
         """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
         return Decision(DecisionKind.RESUME, trial_id=trial_id, retire=retire, **why)
 
     @staticmethod
-    def start(config: dict[str, Any], retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+    def start(config: dict[str, Any], retire: tuple[int, ...] = (), **why: Any) -> Decision:
         """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
         return Decision(DecisionKind.START, config=config, retire=retire, **why)
 

@@ -53,7 +53,8 @@ import logging
 import math
 import os
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 logger = logging.getLogger(__name__)
 

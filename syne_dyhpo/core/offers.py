@@ -3,7 +3,8 @@ of ``points_to_evaluate`` first, then those kept from the last decision, then fr
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 

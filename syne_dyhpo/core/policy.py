@@ -14,8 +14,9 @@ import contextlib
 import copy
 import math
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, is_dataclass, replace
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.special import bdtrc

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from syne_tune.backend.trial_status import Trial
@@ -42,10 +43,10 @@ from syne_tune.tuner_callback import TunerCallback
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.completion import IncumbentCompletion
-from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
-from syne_dyhpo.core.jobs import job_end, parse_result
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.jobs import job_end, parse_result
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.options import FreezeThawOptions, checked_instance

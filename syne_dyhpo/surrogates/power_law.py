@@ -100,7 +100,7 @@ class PowerLawConfig:
         object.__setattr__(self, "batch_norm", checked_flag("batch_norm", self.batch_norm))
 
     @classmethod
-    def paper(cls) -> "PowerLawConfig":
+    def paper(cls) -> PowerLawConfig:
         """The paper's settings: BatchNorm in the hidden layers, and 250 epochs from scratch
         and 20 per refinement, whatever their number of steps."""
         return cls(max_refine_steps=None, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=True)
@@ -326,7 +326,7 @@ class PowerLawEnsemble(Surrogate):
         cfg = self.config
         self._max_t = data.max_t
         x = torch.from_numpy(np.asarray(data.x, dtype=np.float32))
-        b = torch.from_numpy((np.asarray(data.budget, dtype=np.float32) / data.max_t))
+        b = torch.from_numpy(np.asarray(data.budget, dtype=np.float32) / data.max_t)
         loss_target = torch.from_numpy(-np.asarray(data.y, dtype=np.float32))
         n = len(loss_target)
         generator = torch.Generator().manual_seed(seed)

@@ -24,8 +24,8 @@ from syne_tune.backend.trial_status import Status
 from syne_tune.config_space import uniform
 from syne_tune.results_callback import StoreResultsCallback
 
-from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo import DyHPO, FreezeThawOptions
+from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.decision_log import LOG_FILENAME
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.report import make_report
@@ -42,7 +42,8 @@ def quick_completion(after: int, dyhpo: bool = True):
     (runs of a few epochs)."""
     from dataclasses import replace
 
-    from syne_dyhpo.methods import deep_power_law, dyhpo as dyhpo_module
+    from syne_dyhpo.methods import deep_power_law
+    from syne_dyhpo.methods import dyhpo as dyhpo_module
 
     base = dyhpo_module.DEFAULT_COMPLETION if dyhpo else deep_power_law.DEFAULT_COMPLETION
     return replace(base, after=after, delay=0.0)

@@ -26,15 +26,11 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
-import boto3  # noqa: E402
-import dill  # noqa: E402
-from botocore.stub import Stubber  # noqa: E402
-from moto import mock_aws  # noqa: E402
-from syne_tune.backend.trial_status import Status  # noqa: E402
-from syne_tune.optimizer.scheduler import SchedulerDecision as D  # noqa: E402
-from syne_tune.tuner_callback import TunerCallback  # noqa: E402
-
-from sagemaker_fake import (  # noqa: E402
+import boto3
+import dill
+from botocore.stub import Stubber
+from moto import mock_aws
+from sagemaker_fake import (
     BUCKET,
     REGION,
     ROLE,
@@ -43,10 +39,14 @@ from sagemaker_fake import (  # noqa: E402
     OperationStubber,
     fake_aws_environment,
 )
-from syne_dyhpo.backends.cloudwatch_logs import LOG_GROUP, JobLogTail  # noqa: E402
-from syne_dyhpo.backends.s3 import S3Location  # noqa: E402
-from syne_dyhpo.backends.sagemaker import SageMakerBackend  # noqa: E402
-from syne_dyhpo.backends.sagemaker_job import job_name_base, training_job_name  # noqa: E402
+from syne_tune.backend.trial_status import Status
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from syne_tune.tuner_callback import TunerCallback
+
+from syne_dyhpo.backends.cloudwatch_logs import LOG_GROUP, JobLogTail
+from syne_dyhpo.backends.s3 import S3Location
+from syne_dyhpo.backends.sagemaker import SageMakerBackend
+from syne_dyhpo.backends.sagemaker_job import job_name_base, training_job_name
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "launch"))

@@ -8,8 +8,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.progress import (
     RUN_OVERHEAD_SECONDS,
     UNKNOWN_SECONDS_PER_EPOCH,

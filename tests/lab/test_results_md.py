@@ -4,8 +4,8 @@ written from real (tiny) runs."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import tiny_blackbox
+
 from benchmarks import results
 from benchmarks.runner import RunSpec, run_one
 

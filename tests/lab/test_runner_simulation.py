@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
 
 pytestmark = pytest.mark.slow

@@ -14,8 +14,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import data_folder
+
 from benchmarks import run_benchmarks
 from benchmarks.blackboxes import load_benchmark
 from benchmarks.report import load_runs

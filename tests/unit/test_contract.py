@@ -9,10 +9,10 @@ import re
 import dill
 import numpy as np
 import pytest
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
 from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
 from syne_dyhpo import (
     CandidateOptions,
     DeepKernelGPConfig,

@@ -218,7 +218,7 @@ def test_signatures_list_every_argument_annotated_with_its_default(cls, required
     kinds = {p.kind for p in parameters.values()}
     assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds
     assert len(parameters) <= limit
-    assert SYNE_TUNE_ARGUMENTS <= set(parameters)
+    assert set(parameters) >= SYNE_TUNE_ARGUMENTS
     assert all(p.annotation is not inspect.Parameter.empty for p in parameters.values())
     assert {name for name, p in parameters.items() if p.default is inspect.Parameter.empty} == required
     # help() documents every argument

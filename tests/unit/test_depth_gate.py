@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from syne_tune.config_space import choice
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from test_scheduler_core import PreferencePolicy, make, report, start
 
 from syne_dyhpo import CandidateOptions, DepthGate, FreezeThawOptions, IncumbentCompletion
 from syne_dyhpo.core.decision import DecisionMaker
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
-from test_scheduler_core import PreferencePolicy, make, report, start
 
 
 def observations(curves: dict[int, list[float]], max_t: int = 5) -> Observations:

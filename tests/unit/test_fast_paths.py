@@ -14,7 +14,7 @@ import gpytorch
 import numpy as np
 import pytest
 import torch
-from syne_tune.config_space import choice, finrange, logfinrange, loguniform, lograndint, ordinal, randint, uniform
+from syne_tune.config_space import choice, finrange, logfinrange, lograndint, loguniform, ordinal, randint, uniform
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
@@ -41,7 +41,6 @@ from syne_dyhpo.surrogates.marginal_likelihood import negative_mll, negative_mll
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble, PowerLawNets, train_step
-
 
 # ----- observations: rows kept up to date == rows rebuilt from the curves ---------------------
 

@@ -7,14 +7,14 @@ import math
 
 import numpy as np
 import pytest
-from syne_tune.optimizer.scheduler import SchedulerDecision as D
-
 from conftest import suggested_trial
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from test_scheduler_core import make, start
+
 from syne_dyhpo import JobCosts
 from syne_dyhpo.core import job_costs
 from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
 from syne_dyhpo.core.observations import TrialStatus
-from test_scheduler_core import make, start
 
 
 def _sim(epoch, t):

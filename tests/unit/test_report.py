@@ -5,11 +5,11 @@ text alone without matplotlib."""
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import tomllib
 
 from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, RUN_INFO_FILENAME, checkpoint_template
 from syne_dyhpo.report import cli, make_report

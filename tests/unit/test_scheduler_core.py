@@ -7,10 +7,10 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision
 from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial, one_epoch_per_decision
 from syne_dyhpo import (
     CandidateOptions,
     DeepPowerLaw,

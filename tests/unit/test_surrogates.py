@@ -2,11 +2,10 @@
 
 import copy
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
-
-from dataclasses import replace
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
