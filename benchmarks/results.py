@@ -524,7 +524,7 @@ def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + R
     :return: :func:`worst_tasks` rows, method ``NAME, seeds C-D against A-B``
     """
     tables = []
-    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+    for (_family, _n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
         for m in methods:
             seeds = sorted(g.loc[g["method"] == m, "seed"].unique())
             half = len(seeds) // 2

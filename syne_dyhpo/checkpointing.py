@@ -184,10 +184,8 @@ def save_checkpoint(
         os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp creates 0600
         os.replace(tmp_name, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         raise
     remove_stale_temporaries(directory, filename, older_than=started)
     return target

@@ -248,7 +248,8 @@ class DecisionLog:
             return
         if self._file is None:
             new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-            self._file = open(self.path, "a", newline="", buffering=1)
+            # kept open across calls (one row per decision), closed by close()
+            self._file = open(self.path, "a", newline="", buffering=1)  # noqa: SIM115
             self._writer = csv.writer(self._file)
             if new:
                 self._writer.writerow(COLUMNS)

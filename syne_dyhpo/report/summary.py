@@ -184,9 +184,9 @@ def take_home(run: Run, histories: dict[int, TrialHistory]) -> TakeHome:
     best_id, best_value = None, None
     for tid, h in histories.items():
         value = h.value_at(run.max_t)
-        if h.trained and value is not None and math.isfinite(value):
-            if best_value is None or better(value, best_value):
-                best_id, best_value = tid, value
+        if (h.trained and value is not None and math.isfinite(value)
+                and (best_value is None or better(value, best_value))):
+            best_id, best_value = tid, value
     best_any = None
     for tid, h in histories.items():
         for e, v in zip(h.epochs, h.values):

@@ -15,6 +15,7 @@ lose what they reported nor collide with the trials that get their ids.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -288,10 +289,8 @@ class KilledRun:
 
     def cleanup(self) -> None:
         """Kills whatever is left of the job's process group (nothing, if the test passed)."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if self.proc.poll() is None:
             self.proc.wait()
 

@@ -139,7 +139,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     restored = [(t, int(e), int(r)) for t, e, r in lines if int(r) > 0]
     assert sched.num_pauses >= 1 and sched.num_resumes >= 1
     assert restored, "no trial was ever restored from a checkpoint"
-    for t, e, r in restored:
+    for _, e, r in restored:
         assert e > r  # continued after the checkpoint's epoch
     for int_id, paused_after, first_after in sched.resume_log:
         assert first_after == paused_after + 1, (int_id, paused_after, first_after)
@@ -164,7 +164,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     # ---- the run ends with a best config
     best = results.get_best_result(metric="loss", mode="min", scope="all")
     assert set(best.config) >= {"x", "opt"}
-    ray_id, config, value = sched.best_trial()
+    _ray_id, config, value = sched.best_trial()
     assert value == pytest.approx(best.metrics_dataframe["loss"].min())
     assert config["x"] == pytest.approx(best.config["x"])
     print(

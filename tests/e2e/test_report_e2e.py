@@ -288,7 +288,10 @@ def python_backend_train(x: float, epochs: int, st_checkpoint_dir: str):
     from syne_tune import Reporter
 
     path = os.path.join(st_checkpoint_dir, "checkpoint.json")
-    start = json.load(open(path))["epoch"] + 1 if os.path.exists(path) else 1
+    start = 1
+    if os.path.exists(path):
+        with open(path) as f:
+            start = json.load(f)["epoch"] + 1
     report = Reporter()
     for epoch in range(start, epochs + 1):
         time.sleep(0.05)

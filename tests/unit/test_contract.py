@@ -40,7 +40,8 @@ def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
     scheduler = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=10, random_seed=0)
     tuner, df = simulate_tuner(scheduler, blackbox, n_workers=2, max_epochs=60, save_tuner=True)
     assert len(df) >= 60
-    loaded = dill.load(open(tuner.tuner_path / "tuner.dill", "rb"))
+    with open(tuner.tuner_path / "tuner.dill", "rb") as f:
+        loaded = dill.load(f)
     assert loaded.scheduler.observations.num_observations == scheduler.observations.num_observations
 
 

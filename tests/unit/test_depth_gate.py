@@ -75,7 +75,7 @@ def test_settings_are_checked_naming_the_field_and_value():
         for value in values:
             with pytest.raises(ValueError, match=f"DepthGate.{field} must be {expected}, got {re.escape(repr(value))}$"):
                 DepthGate(**{field: value})
-    with pytest.raises(ValueError, match="depth_gate must be a DepthGate or None, got 0.5"):
+    with pytest.raises(ValueError, match=re.escape("depth_gate must be a DepthGate or None, got 0.5")):
         FreezeThawScheduler({"x": choice([1, 2])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=3, depth_gate=0.5,
                             completion=None)
 

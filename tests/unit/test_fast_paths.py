@@ -546,7 +546,7 @@ def test_candidate_cache_of_a_new_posterior_starts_at_the_size_the_last_one_grew
     import syne_dyhpo.surrogates.deep_kernel_gp as dkgp
 
     monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", 4096)
-    gp, obs, curves, transform = fitted_gp
+    gp, obs, _curves, transform = fitted_gp
     rng = np.random.RandomState(2)
     for _ in range(3):  # 3 x 200 new inputs: the cache grows by doubling, past 256 slots
         cands = candidates_of(obs, transform, rng.rand(200, 2))
@@ -625,7 +625,7 @@ def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_ot
 
 
 def test_bound_below_the_number_of_configurations_keeps_the_latest_rows_of_the_most_recent_ones(fitted_gp):
-    gp, obs, curves, transform = fitted_gp
+    gp, obs, _curves, transform = fitted_gp
     latest = _latest_row_of_each_config(obs)
     assert len(latest) == 25
     bounded = _trained_gp_with_bound(gp, 20)

@@ -4,6 +4,7 @@ running (CONTINUE) while a losing one is paused."""
 
 import logging
 import math
+import re
 
 import numpy as np
 import pytest
@@ -78,7 +79,7 @@ def test_a_given_start_cost_is_used_and_bad_ones_are_refused():
         timer.log_seconds(np.array([1, 1, 2]), np.array([False, True, True])), np.log([5.0, 35.0, 40.0])
     )
     for bad in (-1.0, math.inf, math.nan, "10", True):
-        with pytest.raises(ValueError, match="JobCosts.start_seconds"):
+        with pytest.raises(ValueError, match=re.escape("JobCosts.start_seconds")):
             JobCosts(start_seconds=bad)
 
 
@@ -106,7 +107,7 @@ def _running_trial_at_a_segment_end(job_costs, new_value):
 def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, new_wins):
     # log EI: the new configuration 0.8 above the running trial; a start of s seconds costs it
     # log(1 + s) more than the running trial's one epoch of 1 s
-    s, t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
+    s, _t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
     assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
     assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
 

@@ -307,7 +307,7 @@ def test_no_error_when_a_resumed_trial_reports_its_next_epoch(caplog):
 
 
 def test_a_paused_trials_job_reporting_past_its_segment_logs_an_error(caplog):
-    scheduler, trials, t0 = _paused_after_epoch_one(max_resource_attr="epochs")
+    scheduler, _trials, t0 = _paused_after_epoch_one(max_resource_attr="epochs")
     assert scheduler.on_trial_result(t0, {"epoch": 2, "loss": 0.4}) == D.PAUSE  # a late report
     errors = _errors(caplog)
     assert len(errors) == 1 and "config['epochs'] (max_resource_attr='epochs')" in errors[0].getMessage()

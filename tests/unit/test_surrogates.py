@@ -184,7 +184,7 @@ def _fitted_gp_and_next_budget_candidates(seed: int, num_trials: int, max_epochs
 def test_deep_kernel_gp_posterior_matches_gpytorch():
     from syne_dyhpo.surrogates.deep_kernel_gp import gpytorch_posterior, model_inputs
 
-    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(2, 30, 6)
+    gp, obs, norm, curves, _records, budget, cands = _fitted_gp_and_next_budget_candidates(2, 30, 6)
     x = cands.x
     mean, std = gp.predict(cands, budget)
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
@@ -206,7 +206,7 @@ def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer()
     whose targets are the predicted means: same means, the exact smaller variances."""
     import torch
 
-    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(4, 24, 5)
+    gp, _obs, norm, _curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(4, 24, 5)
     x = cands.x
     pending = Candidates(x[:3], budget[:3], norm.curves(records[:3]), [0, 1, 2], [{}] * 3)
     mean, std = gp.predict(cands, budget)
