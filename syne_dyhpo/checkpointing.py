@@ -365,7 +365,15 @@ def _numpy_and_path_globals() -> list[Any]:
         getattr(np.dtypes, n) for n in dir(getattr(np, "dtypes", ())) if n.endswith("DType")
     ]
     return [
-        multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *dtype_classes, *_PATHS, set, complex, bytearray,
+        multiarray.scalar,
+        multiarray._reconstruct,
+        np.ndarray,
+        np.dtype,
+        *dtype_classes,
+        *_PATHS,
+        set,
+        complex,
+        bytearray,
         codecs.encode,
     ]
 
@@ -564,14 +572,10 @@ def restore_training_state(
         try:
             obj.load_state_dict(state[key])
         except Exception as ex:
-            raise CheckpointError(
-                where, f"restoring '{key}' failed ({type(ex).__name__}: {ex})"
-            ) from ex
+            raise CheckpointError(where, f"restoring '{key}' failed ({type(ex).__name__}: {ex})") from ex
     if restore_rng and "rng" in state:
         try:
             set_rng_state(state["rng"])
         except Exception as ex:
-            raise CheckpointError(
-                where, f"restoring RNG states failed ({type(ex).__name__}: {ex})"
-            ) from ex
+            raise CheckpointError(where, f"restoring RNG states failed ({type(ex).__name__}: {ex})") from ex
     return dict(state.get("extra", {}))

@@ -259,7 +259,9 @@ class ConfigEncoder:
                 inside = _in_integer_range(value, int(domain.lower), int(domain.upper))
             else:
                 values = _finite_values(domain)
-                inside = (value in values or str(value) in map(str, values)) if values is not None else domain.is_valid(value)
+                inside = (
+                    domain.is_valid(value) if values is None else (value in values or str(value) in map(str, values))
+                )
             if not inside:
                 raise ConfigSpaceError(f"{where}: {name}={value!r} is outside its domain {domain}")
 
@@ -279,7 +281,8 @@ class ConfigEncoder:
         if not self._by_index:
             return tuple(to_native(config[name]) for name in self.hp_names)
         return tuple(
-            _index_of(self.config_space[name].categories, config[name], name) if name in self._by_index
+            _index_of(self.config_space[name].categories, config[name], name)
+            if name in self._by_index
             else to_native(config[name])
             for name in self.hp_names
         )

@@ -175,7 +175,8 @@ class DecisionMaker:
             return None
         self.num_decisions += 1
         first_epoch = self.segment_end(None)
-        if new_configs and (num_started < self.candidates.num_initial_random or not self.policy.ready(self.observations)):
+        initial = num_started < self.candidates.num_initial_random
+        if new_configs and (initial or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):
             # too few observations to fit a model (a tiny space, used up before two results

@@ -203,7 +203,11 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
                 self._log.carried_out(decision)
                 return self._resume(self._obs.trials[decision.trial_id])
-            if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
+            if (
+                decision.kind is DecisionKind.START
+                and self._new_trials_allowed
+                and self._sampler.is_free(decision.config)
+            ):
                 self._log.carried_out(decision)
                 return self._start(decision.config)
             self._log.dropped(decision)
@@ -446,8 +450,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """
         return self._log.dataframe()
 
-    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None,
-                            n_workers: int | None = None) -> None:
+    def attach_decision_log(
+        self, folder: str | None, start_timestamp: float | None = None, backend=None, n_workers: int | None = None
+    ) -> None:
         """Writes the decision log into ``folder`` from now on (appending to its
         :data:`~syne_dyhpo.core.decision_log.LOG_FILENAME`), timed from ``start_timestamp``
         (``time.time()`` when the run started). Done automatically inside a Syne Tune ``Tuner``
@@ -456,8 +461,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :param backend: the backend running the trials (where their checkpoints are)
         :param n_workers: the number of trials run at once
         """
-        self._log.bind(folder, start_timestamp,
-                       run_info=decision_log.run_info(self, backend, start_timestamp, n_workers))
+        self._log.bind(
+            folder, start_timestamp, run_info=decision_log.run_info(self, backend, start_timestamp, n_workers)
+        )
 
     def _bind_log(self, tuner) -> None:
         if tuner is None:

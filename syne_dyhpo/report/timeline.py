@@ -180,8 +180,10 @@ def plot_timeline(run: Run, histories: dict[int, TrialHistory], home: TakeHome, 
         Patch(color="#ffe680", label="model to take home"),
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title(f"{run.scheduler or 'scheduler'}: why each epoch was trained ({len(histories)} trials, max_t={run.max_t})",
-                 fontsize=10)
+    ax.set_title(
+        f"{run.scheduler or 'scheduler'}: why each epoch was trained ({len(histories)} trials, max_t={run.max_t})",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -49,7 +49,9 @@ def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: in
         chol, info = torch.linalg.cholesky_ex(matrix + jitter * 10**i * eye)
         if not torch.any(info):
             return chol
-    raise NotPSDError(f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}")
+    raise NotPSDError(
+        f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}"
+    )
 
 
 #: Kernel entries ``exp(-d^2 / 2)`` below ``exp(-700)`` (1e-304: points more than ~37
@@ -150,7 +152,9 @@ def _extractor_forward(extractor: nn.Module, config_budget: torch.Tensor, window
     return _ExtractorPass(hidden, normed, save_mean, save_invstd, argmax, joined, out, z)
 
 
-def _gp_loss_and_gradients(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+def _gp_loss_and_gradients(
+    model: nn.Module, z: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
     """The negative marginal likelihood of the targets given features ``z``, its gradient
     with respect to the GP's hyperparameters (by raw parameter name) and to ``z``
     (Rasmussen & Williams, Eq. 5.9)."""
@@ -192,8 +196,13 @@ def _gp_loss_and_gradients(model: nn.Module, z: torch.Tensor, targets: torch.Ten
     return loss, grads, grad_scaled / lengthscale
 
 
-def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, windows: torch.Tensor, forward: _ExtractorPass,
-                         grad_z: torch.Tensor) -> dict[str, torch.Tensor]:
+def _extractor_gradients(
+    extractor: nn.Module,
+    config_budget: torch.Tensor,
+    windows: torch.Tensor,
+    forward: _ExtractorPass,
+    grad_z: torch.Tensor,
+) -> dict[str, torch.Tensor]:
     """The gradient with respect to the feature extractor's parameters (by name, prefixed
     ``extractor.``) given the gradient with respect to its output features."""
     batch_norm, linear2 = extractor.config_layer[1], extractor.output_layer[0]
@@ -214,14 +223,18 @@ def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, wind
         "extractor.config_layer.0.bias": grad_hidden.sum(0),
         "extractor.config_layer.1.weight": grad_bn_weight,
         "extractor.config_layer.1.bias": grad_bn_bias,
-        "extractor.curve_conv.weight": torch.einsum("nc,ncw->cw", grad_curve, at_max).reshape(extractor.curve_conv.weight.shape),
+        "extractor.curve_conv.weight": torch.einsum("nc,ncw->cw", grad_curve, at_max).reshape(
+            extractor.curve_conv.weight.shape
+        ),
         "extractor.curve_conv.bias": grad_curve.sum(0),
         "extractor.output_layer.0.weight": grad_out.T @ forward.joined,
         "extractor.output_layer.0.bias": grad_out.sum(0),
     }
 
 
-def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
+def negative_mll_and_gradients(
+    model: nn.Module, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[float, dict[str, torch.Tensor]]:
     """``negative_mll(model, inputs, targets, prepared)`` and its gradient with respect to
     each of ``model.named_parameters()``, without autograd; as the module's forward in
     training mode does, it updates BatchNorm's running statistics.
@@ -243,8 +256,9 @@ def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared
     return float(loss), grads
 
 
-def autograd_negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor,
-                                        prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
+def autograd_negative_mll_and_gradients(
+    model: nn.Module, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[float, dict[str, torch.Tensor]]:
     """:func:`negative_mll_and_gradients` by autograd through :func:`negative_mll` (public
     torch only)."""
     names, params = zip(*model.named_parameters())

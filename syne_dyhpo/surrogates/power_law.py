@@ -146,7 +146,11 @@ class PowerLawNets(nn.Module):
         super().__init__()
         m = cfg.num_members
         self.layers = nn.ModuleList(
-            [_BatchedLinear(m, dim, cfg.hidden), _BatchedLinear(m, cfg.hidden, cfg.hidden), _BatchedLinear(m, cfg.hidden, 3)]
+            [
+                _BatchedLinear(m, dim, cfg.hidden),
+                _BatchedLinear(m, cfg.hidden, cfg.hidden),
+                _BatchedLinear(m, cfg.hidden, 3),
+            ]
         )
         self.norms = nn.ModuleList([nn.BatchNorm1d(m * cfg.hidden) for _ in range(2)]) if cfg.batch_norm else None
         self.out_scale = 1.0
@@ -300,7 +304,9 @@ def autograd_loss_and_gradients(
     return value.detach(), list(grads)
 
 
-def train_step(nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str) -> float:
+def train_step(
+    nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str
+) -> float:
     """One minibatch step: the loss gradient (:func:`loss_and_gradients`) and an Adam step."""
     value, grads = loss_and_gradients(nets, x, b, target, loss)
     adam.step(grads)

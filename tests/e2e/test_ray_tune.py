@@ -148,7 +148,9 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     # ---- several trials ran at once (two CPUs, max_concurrent=2): busy spans (an epoch, the
     # first of a segment from the worker's start) of different trials overlapping in time
     spans = [(t, float(b), float(f)) for t, _, _, b, f in rows]
-    overlaps = sum(1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1)
+    overlaps = sum(
+        1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1
+    )
     assert overlaps >= 1, "no two trials ever trained at the same time"
 
     # ---- the core's decision log is in Ray's experiment folder, every decision of the run
@@ -254,15 +256,24 @@ def short_trainable(config: dict) -> None:
             f.write(f"{trial_id} {epoch} {restored_from}\n")
         with tempfile.TemporaryDirectory() as d:
             Path(d, "state.json").write_text(json.dumps({"epoch": epoch}))
-            tune.report({"epoch": epoch, "loss": (config["x"] - 0.3) ** 2 + 1.0 / epoch},
-                        checkpoint=tune.Checkpoint.from_directory(d))
+            tune.report(
+                {"epoch": epoch, "loss": (config["x"] - 0.3) ** 2 + 1.0 / epoch},
+                checkpoint=tune.Checkpoint.from_directory(d),
+            )
 
 
 def _short_scheduler(**kwargs) -> FreezeThawRayScheduler:
     return ray_scheduler(
-        "dyhpo", {"x": uniform(0.0, 1.0)}, metric="loss", mode="min", max_t=SHORT_EPOCHS, max_concurrent=2,
-        candidates=CandidateOptions(num_candidates=16), random_seed=3,
-        surrogate_config=DeepKernelGPConfig(max_iterations=30, refine_iterations=5), **kwargs,
+        "dyhpo",
+        {"x": uniform(0.0, 1.0)},
+        metric="loss",
+        mode="min",
+        max_t=SHORT_EPOCHS,
+        max_concurrent=2,
+        candidates=CandidateOptions(num_candidates=16),
+        random_seed=3,
+        surrogate_config=DeepKernelGPConfig(max_iterations=30, refine_iterations=5),
+        **kwargs,
     )
 
 
@@ -365,8 +376,14 @@ def test_hand_built_tune_config_with_max_concurrent_trials_runs_to_its_budget(lo
     sched = _short_scheduler(max_num_trials=6, max_total_epochs=8)
     time_budget_s = 60
     config = tune.TuneConfig(
-        metric="loss", mode="min", search_alg=sched.searcher, scheduler=sched, num_samples=-1,
-        max_concurrent_trials=2, time_budget_s=time_budget_s, reuse_actors=True,
+        metric="loss",
+        mode="min",
+        search_alg=sched.searcher,
+        scheduler=sched,
+        num_samples=-1,
+        max_concurrent_trials=2,
+        time_budget_s=time_budget_s,
+        reuse_actors=True,
     )
     started = time.time()
     tune.Tuner(

@@ -163,7 +163,8 @@ def _trained(costs, seed):
         answer = D.CONTINUE
         while answer == D.CONTINUE and len(order) < 60:
             epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": value(trial, epoch), "st_tuner_time": clock["t"]})
+            result = {"epoch": epoch, "loss": value(trial, epoch), "st_tuner_time": clock["t"]}
+            answer = s.on_trial_result(trial, result)
         s.on_trial_remove(trial)
     return order
 
@@ -178,8 +179,13 @@ def test_with_free_starts_the_same_trials_train_the_same_epochs(seed):
 
 def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missing(caplog):
     winner = {"id": 0}
-    s = make(lambda tid, c: 2.0 if tid == winner["id"] else 1.0, max_t=10, max_resource_attr="stop_at",
-             job_costs=JobCosts(), num_initial_random=1)
+    s = make(
+        lambda tid, c: 2.0 if tid == winner["id"] else 1.0,
+        max_t=10,
+        max_resource_attr="stop_at",
+        job_costs=JobCosts(),
+        num_initial_random=1,
+    )
     t0 = start(s, 0)
     assert s.on_trial_result(t0, _sim(1, 1.0)) == D.CONTINUE
     winner["id"] = None

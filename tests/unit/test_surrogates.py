@@ -385,7 +385,9 @@ def test_normalising_per_trial_if_alike_keeps_every_score_when_they_differ():
         for epoch in range(1, 2 + 2 * trial_id):
             obs.add_result(trial_id, epoch, 50 + 4 * trial_id * (1 - 0.8**epoch))
     chosen = [
-        SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=c).transform_scores(obs)
+        SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=c).transform_scores(
+            obs
+        )
         for c in ("epochs", "trials_if_alike")
     ]
     np.testing.assert_array_equal(chosen[0], chosen[1])
