@@ -360,7 +360,7 @@ def _numpy_and_path_globals() -> list[Any]:
     try:
         from numpy._core import multiarray
     except ImportError:  # numpy < 2
-        from numpy.core import multiarray
+        from numpy.core import multiarray  # type: ignore[no-redef]  # the same module, numpy 1's path
     dtype_classes = [
         getattr(np.dtypes, n) for n in dir(getattr(np, "dtypes", ())) if n.endswith("DType")
     ]

@@ -162,7 +162,7 @@ class ConfigEncoder:
             if kind == "numerical":
                 continue
             types = {type(c) for c in enc}
-            index = None
+            index: tuple[type, dict] | None = None
             if len(types) == 1:
                 try:
                     index = (types.pop(), {})
@@ -270,9 +270,10 @@ class ConfigEncoder:
         most :data:`MAX_ENUMERATED_CONFIGS` of them, else None (sized before anything is
         listed: a huge integer range costs nothing)."""
         sizes = [_finite_size(self.config_space[name]) for name in self.hp_names]
-        if any(n is None for n in sizes) or math.prod(sizes) > MAX_ENUMERATED_CONFIGS:
+        finite_sizes = [n for n in sizes if n is not None]
+        if len(finite_sizes) < len(sizes) or math.prod(finite_sizes) > MAX_ENUMERATED_CONFIGS:
             return None
-        values = [_finite_values(self.config_space[name]) for name in self.hp_names]
+        values = [_finite_values(self.config_space[name]) or [] for name in self.hp_names]
         return [self.complete(dict(zip(self.hp_names, combo))) for combo in itertools.product(*values)]
 
     def key(self, config: dict[str, Any]) -> tuple:

@@ -29,6 +29,7 @@ import os
 import re
 import time
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -388,10 +389,10 @@ def _skipped(file: str | os.PathLike, skipped: int, total: int, first: tuple[int
 
 def valid_rows(
     df: pd.DataFrame,
-    integers: list[str] = (),
-    numbers: list[str] = (),
-    required_numbers: list[str] = (),
-    optional_numbers: list[str] = (),
+    integers: Sequence[str] = (),
+    numbers: Sequence[str] = (),
+    required_numbers: Sequence[str] = (),
+    optional_numbers: Sequence[str] = (),
 ) -> tuple[pd.DataFrame, int, tuple[int, str, str] | None]:
     """The rows of ``df`` whose values are what their columns need, those columns converted
     (the others left as they are).

@@ -69,5 +69,5 @@ class Adam:
         try:
             optimizer.step()
         finally:
-            for p, grad in zip(self.params, held):
-                p.grad = grad
+            for p, held_grad in zip(self.params, held):
+                p.grad = held_grad
