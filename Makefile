@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test test-fast benchmark benchmark-wallclock setup
+.PHONY: demo test test-fast lint benchmark benchmark-wallclock setup
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,11 @@ test: setup
 # Without the tests marked slow
 test-fast: setup
 	$(BIN)/python -m pytest -q -n $(PYTEST_WORKERS) -m "not slow"
+
+# Lint and type check (configured in pyproject.toml): ruff over the repository, mypy over the package
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/mypy syne_dyhpo
 
 # The unit tests with the oldest versions pyproject.toml's dependencies allow and with the newest
 # (two fresh virtual environments in a temporary folder; downloads torch twice)

@@ -9,11 +9,11 @@ import sys
 # which it removes on exit (a folder under /tmp would be left behind by every CI run)
 os.environ.setdefault("SYNETUNE_FOLDER", os.path.abspath("syne-tune-results"))
 
-from syne_tune import StoppingCriterion, Tuner  # noqa: E402
-from syne_tune.backend import PythonBackend  # noqa: E402
-from syne_tune.config_space import loguniform, uniform  # noqa: E402
+from syne_tune import StoppingCriterion, Tuner
+from syne_tune.backend import PythonBackend
+from syne_tune.config_space import loguniform, uniform
 
-from syne_dyhpo import DeepPowerLaw, DyHPO  # noqa: E402
+from syne_dyhpo import DeepPowerLaw, DyHPO
 
 MAX_T = 6
 
@@ -27,12 +27,16 @@ def curve(lr, width, max_epoch, st_checkpoint_dir):
     from syne_tune import Reporter
 
     path = os.path.join(st_checkpoint_dir, "epoch.json")
-    start = json.load(open(path))["epoch"] + 1 if os.path.exists(path) else 1
+    start = 1
+    if os.path.exists(path):
+        with open(path) as f:
+            start = json.load(f)["epoch"] + 1
     report = Reporter()
     for epoch in range(start, int(max_epoch) + 1):
         time.sleep(0.05)
         os.makedirs(st_checkpoint_dir, exist_ok=True)
-        json.dump({"epoch": epoch}, open(path, "w"))
+        with open(path, "w") as f:
+            json.dump({"epoch": epoch}, f)
         report(epoch=epoch, loss=abs(lr - 0.01) * 10 + width + 1.0 / epoch)
 
 

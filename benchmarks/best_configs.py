@@ -51,7 +51,9 @@ def best_rows(table: pd.DataFrame, values: np.ndarray, do_minimize: bool, top: i
     return {_key(table.iloc[i].values): rank for rank, i in enumerate(order)}
 
 
-def run_reach(results: pd.DataFrame, best: dict[tuple, int], columns: Sequence[str], time_attr: str, max_t: int) -> dict:
+def run_reach(
+    results: pd.DataFrame, best: dict[tuple, int], columns: Sequence[str], time_attr: str, max_t: int
+) -> dict:
     """How one run treated the best configurations.
 
     :param results: the run's results (one row per epoch; ``trial_id``, ``config_<name>``)
@@ -70,9 +72,7 @@ def run_reach(results: pd.DataFrame, best: dict[tuple, int], columns: Sequence[s
     return {"started": bool(depths), "trained": any(d >= max_t for d in depths), "depths": depths}
 
 
-def best_config_reach(
-    results_dirs: Sequence[str | Path], data: str | Path, task: str, top: int = 3
-) -> pd.DataFrame:
+def best_config_reach(results_dirs: Sequence[str | Path], data: str | Path, task: str, top: int = 3) -> pd.DataFrame:
     """One row per method and worker count over the runs of ``task`` under ``results_dirs``.
 
     :param results_dirs: the runner's results folders (for instance seeds 0-4 in one, 5-9 in another)
@@ -96,7 +96,9 @@ def best_config_reach(
             continue
         results = pd.read_csv(run_file.parent / RESULTS_FILE)
         reach = run_reach(results, best, columns, definition.time_attr, definition.max_t)
-        row = rows.setdefault((summary["method"], summary["n_workers"]), {"runs": 0, "started": 0, "trained": 0, "depths": []})
+        row = rows.setdefault(
+            (summary["method"], summary["n_workers"]), {"runs": 0, "started": 0, "trained": 0, "depths": []}
+        )
         row["runs"] += 1
         row["started"] += reach["started"]
         row["trained"] += reach["trained"]

@@ -51,7 +51,10 @@ def format_table(table: pd.DataFrame) -> str:
     cells = [[str(v) if not isinstance(v, float) else (f"{v:.1f}" if c == "trials trained" else f"{v:.3f}")
               for c, v in row.items()] for _, row in table.iterrows()]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(table.columns)]
-    line = lambda values: "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))  # noqa: E731
+
+    def line(values: list[str]) -> str:
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
     return "\n".join([line(list(table.columns))] + [line(r) for r in cells])
 
 
@@ -66,13 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.blackboxes import list_tasks, load_benchmark
     from benchmarks.plots import plot_regret_curves
     from benchmarks.report import load_runs, long_table
-    from benchmarks.runner import make_grid, run_grid, run_dir
+    from benchmarks.runner import make_grid, run_dir, run_grid
 
     pairs = [(str(source), task) for source in DATA for task in list_tasks(source)]
     budgets = {(s, t): int(round(args.budget_factor * load_benchmark(s, task=t)[0].max_t)) for s, t in pairs}
     specs = make_grid(pairs, METHODS, args.seeds, budgets)
-    print(f"{len(specs)} runs: {len(METHODS)} methods x {len(pairs)} tasks x {len(args.seeds)} seeds, "
-          f"{args.budget_factor:g} x max_t epochs each, 1 worker")
+    print(
+        f"{len(specs)} runs: {len(METHODS)} methods x {len(pairs)} tasks x {len(args.seeds)} seeds, "
+        f"{args.budget_factor:g} x max_t epochs each, 1 worker"
+    )
     _, errors = run_grid(specs, args.results_dir, n_jobs=args.n_jobs)
     for spec, msg in errors:
         print(f"FAILED {spec}: {msg.splitlines()[0]}", file=sys.stderr)
@@ -80,8 +85,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = [r for r in load_runs(args.results_dir) if run_dir(_spec_of(r), args.results_dir) in wanted]
     if not runs:
         return 1
-    print("\nMean normalised regret over the runs (0 = the table's best; anytime: best value seen; "
-          "fully trained: the best configuration trained to max_t), trials trained to max_t per run:\n")
+    print(
+        "\nMean normalised regret over the runs (0 = the table's best; anytime: best value seen; "
+        "fully trained: the best configuration trained to max_t), trials trained to max_t per run:\n"
+    )
     print(format_table(demo_table(long_table(runs))))
     figures = args.results_dir / "report"
     figures.mkdir(parents=True, exist_ok=True)

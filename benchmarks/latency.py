@@ -304,7 +304,8 @@ class Split:
                 owner = getattr(owner, part, None)
             if owner is None or not hasattr(owner, parts[-1]):
                 continue
-            original = owner.__dict__[parts[-1]] if parts[-1] in getattr(owner, "__dict__", {}) else getattr(owner, parts[-1])
+            name = parts[-1]
+            original = owner.__dict__[name] if name in getattr(owner, "__dict__", {}) else getattr(owner, name)
             self._patched.append((owner, parts[-1], original))
             setattr(owner, parts[-1], self.wrap(original, category))
 
@@ -334,7 +335,14 @@ class Split:
 
 
 def _rooted(scheduler, split: Split):
-    for name in ("suggest", "on_trial_add", "on_trial_result", "on_trial_remove", "on_trial_complete", "on_trial_error"):
+    for name in (
+        "suggest",
+        "on_trial_add",
+        "on_trial_result",
+        "on_trial_remove",
+        "on_trial_complete",
+        "on_trial_error",
+    ):
         setattr(scheduler, name, split.root(getattr(scheduler, name)))
     return scheduler
 
@@ -382,8 +390,10 @@ def bin_stats(costs: np.ndarray, bins: list[tuple[int, int]]) -> list[tuple[floa
 
 
 def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[int, int]]) -> str:
-    lines = ["| observations | " + " | ".join(f"{m} mean / p95 / p99 / max ms" for m in methods) + " |",
-             "|---|" + "---|" * len(methods)]
+    lines = [
+        "| observations | " + " | ".join(f"{m} mean / p95 / p99 / max ms" for m in methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
     for i, (lo, hi) in enumerate(bins):
         cells = []
         for m in methods:
@@ -392,8 +402,11 @@ def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[in
         lines.append(f"| {lo}-{hi} | " + " | ".join(cells) + " |")
     if "BOHB" in methods and len(methods) > 1:
         others = [m for m in methods if m != "BOHB"]
-        lines += ["", "| observations | " + " | ".join(f"{m} / BOHB (mean)" for m in others) + " |",
-                  "|---|" + "---|" * len(others)]
+        lines += [
+            "",
+            "| observations | " + " | ".join(f"{m} / BOHB (mean)" for m in others) + " |",
+            "|---|" + "---|" * len(others),
+        ]
         for i, (lo, hi) in enumerate(bins):
             ref = stats["BOHB"][i]
             cells = []
@@ -406,12 +419,21 @@ def format_table(methods: list[str], stats: dict[str, list], bins: list[tuple[in
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--methods", nargs="+", default=list(METHODS),
-                   help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)")
-    p.add_argument("--scheduler-arg", action="append", default=[], metavar="KEY=VALUE",
-                   help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable); "
-                        "ARGUMENT.FIELD=VALUE changes a field (a dotted path) of its default ARGUMENT "
-                        f"(one of {', '.join(FIELD_ARGUMENTS)})")
+    p.add_argument(
+        "--methods",
+        nargs="+",
+        default=list(METHODS),
+        help=f"of {', '.join(METHODS)} (with --simulator also the runner's variant names)",
+    )
+    p.add_argument(
+        "--scheduler-arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="an argument of DyHPO and DeepPowerLaw, VALUE a Python literal (repeatable); "
+        "ARGUMENT.FIELD=VALUE changes a field (a dotted path) of its default ARGUMENT "
+        f"(one of {', '.join(FIELD_ARGUMENTS)})",
+    )
     p.add_argument("--max-obs", type=int, default=10_000, help="observations per method")
     p.add_argument("--bin", type=int, default=500, help="bin width (observations)")
     p.add_argument("--bins", nargs="*", default=None, help="explicit bins LO-HI (1-based, inclusive)")
@@ -421,10 +443,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one core)")
     p.add_argument("--time-limit", type=float, default=900.0, help="seconds of scheduler compute per method")
     p.add_argument("--split", action="store_true", help="also report where the time goes")
-    p.add_argument("--log-overhead", action="store_true",
-                   help="the decision log's cost: its share of the decision time, and a run without it")
-    p.add_argument("--simulator", nargs=2, metavar=("SOURCE", "TASK"), default=None,
-                   help="only the split, on one simulated run of this benchmark task")
+    p.add_argument(
+        "--log-overhead",
+        action="store_true",
+        help="the decision log's cost: its share of the decision time, and a run without it",
+    )
+    p.add_argument(
+        "--simulator",
+        nargs=2,
+        metavar=("SOURCE", "TASK"),
+        default=None,
+        help="only the split, on one simulated run of this benchmark task",
+    )
     args = p.parse_args(argv)
     if args.simulator:
         from benchmarks.runner import METHODS as runner_methods
@@ -458,7 +488,8 @@ def scheduler_arg(text: str) -> tuple[str, Any]:
     if not sep or not valid:
         raise argparse.ArgumentTypeError(
             f"--scheduler-arg must be KEY=VALUE or ARGUMENT.FIELD=VALUE with ARGUMENT one of {FIELD_ARGUMENTS}, "
-            f"got {text!r}")
+            f"got {text!r}"
+        )
     try:
         return key, ast.literal_eval(value)
     except (ValueError, SyntaxError):
@@ -477,9 +508,12 @@ def main(argv=None) -> int:
     if args.simulator:
         for method in [m for m in args.methods if m != "BOHB"]:
             split, summary = split_of_simulator_run(method, args.simulator[0], args.simulator[1], args.seed)
-            print(f"{method} on {args.simulator[1]} seed {args.seed}: scheduler {summary['scheduler_seconds']:.1f} s "
-                  f"wall, {summary['scheduler_cpu_seconds']:.1f} s CPU; split of {split.table()}; "
-                  f"of {split.table(wall=True)}", flush=True)
+            print(
+                f"{method} on {args.simulator[1]} seed {args.seed}: scheduler {summary['scheduler_seconds']:.1f} s "
+                f"wall, {summary['scheduler_cpu_seconds']:.1f} s CPU; split of {split.table()}; "
+                f"of {split.table(wall=True)}",
+                flush=True,
+            )
         return 0
     if args.log_overhead:
         for method in [m for m in args.methods if m != "BOHB"]:
@@ -495,17 +529,31 @@ def main(argv=None) -> int:
         t0, c0 = time.perf_counter(), time.process_time()
         cpu: list[float] = []
         try:
-            costs = drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                          time_limit=args.time_limit, cpu=cpu, options=args.options) \
-                if split is None else _drive_split(method, max_obs, args, split, cpu)
+            costs = (
+                drive(
+                    method,
+                    max_obs,
+                    n_workers=args.n_workers,
+                    max_t=args.max_t,
+                    seed=args.seed,
+                    time_limit=args.time_limit,
+                    cpu=cpu,
+                    options=args.options,
+                )
+                if split is None
+                else _drive_split(method, max_obs, args, split, cpu)
+            )
         finally:
             if split is not None:
                 split.restore()
         stats[method] = bin_stats(costs, bins)
         cpu_stats[method] = bin_stats(np.array(cpu), bins)
         splits[method] = split
-        print(f"{method}: {len(costs)} observations, {costs.sum():.1f} s wall / {sum(cpu):.1f} s CPU in scheduler "
-              f"calls ({time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU in all)", flush=True)
+        print(
+            f"{method}: {len(costs)} observations, {costs.sum():.1f} s wall / {sum(cpu):.1f} s CPU in scheduler "
+            f"calls ({time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU in all)",
+            flush=True,
+        )
     print()
     setting = f"{args.n_workers} worker(s), max_t={args.max_t}, seed {args.seed}, torch threads {args.threads}"
     if args.options:
@@ -556,6 +604,7 @@ def log_overhead_line(method: str, args) -> str:
                 depth[0] -= 1
                 if depth[0] == 0:
                     spent[0] += time.process_time() - c0
+
         return wrapper
 
     for module_name, attribute in LOG_TARGETS:
@@ -576,19 +625,37 @@ def log_overhead_line(method: str, args) -> str:
         globals()["make_scheduler"] = with_csv
         cpu_on: list[float] = []
         try:
-            drive(method, args.max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                  time_limit=args.time_limit, cpu=cpu_on, options=args.options)
+            drive(
+                method,
+                args.max_obs,
+                n_workers=args.n_workers,
+                max_t=args.max_t,
+                seed=args.seed,
+                time_limit=args.time_limit,
+                cpu=cpu_on,
+                options=args.options,
+            )
         finally:
             globals()["make_scheduler"] = original_make
             for owner, name, fn in originals:
                 setattr(owner, name, fn)
     cpu_off: list[float] = []
-    drive(method, len(cpu_on), n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-          time_limit=args.time_limit, cpu=cpu_off, options={**args.options, "options.log_decisions": False})
+    drive(
+        method,
+        len(cpu_on),
+        n_workers=args.n_workers,
+        max_t=args.max_t,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        cpu=cpu_off,
+        options={**args.options, "options.log_decisions": False},
+    )
     on, off = sum(cpu_on), sum(cpu_off)
-    return (f"{method}: decision log {1000 * spent[0] / len(cpu_on):.3f} ms of {1000 * on / len(cpu_on):.2f} ms CPU "
-            f"per decision ({100 * spent[0] / on:.2f} %), {len(cpu_on)} observations; without the log "
-            f"{1000 * off / len(cpu_off):.2f} ms (with / without: {on / off:.3f})")
+    return (
+        f"{method}: decision log {1000 * spent[0] / len(cpu_on):.3f} ms of {1000 * on / len(cpu_on):.2f} ms CPU "
+        f"per decision ({100 * spent[0] / on:.2f} %), {len(cpu_on)} observations; without the log "
+        f"{1000 * off / len(cpu_off):.2f} ms (with / without: {on / off:.3f})"
+    )
 
 
 def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np.ndarray:
@@ -599,8 +666,16 @@ def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np
 
     globals()["make_scheduler"] = rooted
     try:
-        return drive(method, max_obs, n_workers=args.n_workers, max_t=args.max_t, seed=args.seed,
-                     time_limit=args.time_limit, cpu=cpu, options=args.options)
+        return drive(
+            method,
+            max_obs,
+            n_workers=args.n_workers,
+            max_t=args.max_t,
+            seed=args.seed,
+            time_limit=args.time_limit,
+            cpu=cpu,
+            options=args.options,
+        )
     finally:
         globals()["make_scheduler"] = original
 

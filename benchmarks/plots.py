@@ -9,11 +9,10 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
 
-from benchmarks.metrics import normalized_regret  # noqa: E402
-
+from benchmarks.metrics import normalized_regret
 
 KIND_LABELS = {"incumbent": "regret", "trained_incumbent": "fully-trained regret"}
 FILE_PREFIXES = {"incumbent": "regret", "trained_incumbent": "trained_regret"}

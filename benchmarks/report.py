@@ -394,7 +394,7 @@ def signed_rank_test(
     else:
         p = float(wilcoxon(nonzero, zero_method="wilcox", alternative="two-sided").pvalue)
     return {
-        "pairs": int(len(d)),
+        "pairs": len(d),
         "wins": int((d < 0).sum()),
         "ties": int((d == 0).sum()),
         "losses": int((d > 0).sum()),

@@ -7,12 +7,12 @@
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
 ``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
-:mod:`benchmarks.runner`): the same runs give the same file. A partial folder (a grid still running) is reported as far as it goes, and the
-section "Runs" says which cells are incomplete. LCBench's two data folders (``lcbench``,
-``lcbench-extra``) are one family in every table and figure, and so are TaskSet's (``taskset``,
-``taskset-extra``). Runs of the wall-clock protocol (:mod:`benchmarks.wallclock`) never enter
-the epoch protocol's sections; ``--wallclock`` adds their own section, one table per start
-delay.
+:mod:`benchmarks.runner`): the same runs give the same file. A partial folder (a grid still
+running) is reported as far as it goes, and the section "Runs" says which cells are incomplete.
+LCBench's two data folders (``lcbench``, ``lcbench-extra``) are one family in every table and
+figure, and so are TaskSet's (``taskset``, ``taskset-extra``). Runs of the wall-clock protocol
+(:mod:`benchmarks.wallclock`) never enter the epoch protocol's sections; ``--wallclock`` adds
+their own section, one table per start delay.
 """
 
 from __future__ import annotations
@@ -61,10 +61,16 @@ DEVIATIONS = (
     ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the incumbent completion off (`completion=None`)"),
     ("DyHPO", "DyHPO-no-depth-gate", "the depth gate off (`depth_gate=None`)"),
     ("DeepPowerLaw", "DeepPowerLaw-no-depth-gate", "the depth gate off (`depth_gate=None`)"),
-    ("DyHPO", "DyHPO-papers", "both the completion and the depth gate off, deciding as the "
-     "papers do (`completion=None, depth_gate=None`)"),
-    ("DeepPowerLaw", "DeepPowerLaw-papers", "both the completion and the depth gate off, deciding as the "
-     "papers do (`completion=None, depth_gate=None`)"),
+    (
+        "DyHPO",
+        "DyHPO-papers",
+        "both the completion and the depth gate off, deciding as the papers do (`completion=None, depth_gate=None`)",
+    ),
+    (
+        "DeepPowerLaw",
+        "DeepPowerLaw-papers",
+        "both the completion and the depth gate off, deciding as the papers do (`completion=None, depth_gate=None`)",
+    ),
 )
 
 GRID_COMMAND = """\
@@ -200,8 +206,10 @@ def completeness(long: pd.DataFrame, runs: Sequence[RunRecord]) -> tuple[pd.Data
                     if len(have) == 0:
                         missing.append(f"{cell}: no runs")
                     elif absent:
-                        missing.append(f"{cell}: {expected - len(have)} runs missing; no run on "
-                                       + (", ".join(absent) if len(absent) <= 6 else f"{len(absent)} tasks"))
+                        missing.append(
+                            f"{cell}: {expected - len(have)} runs missing; no run on "
+                            + (", ".join(absent) if len(absent) <= 6 else f"{len(absent)} tasks")
+                        )
                     else:
                         missing.append(f"{cell}: {expected - len(have)} runs missing")
             rows.append(row)
@@ -219,8 +227,7 @@ def means_table(long: pd.DataFrame) -> pd.DataFrame:
     for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
         for m in method_order(g["method"].unique(), OURS, REFERENCES):
             gm = g[g["method"] == m]
-            row = {"family": family, "workers": n_workers, "method": m,
-                   "runs": int((gm["budget_point"] == last).sum())}
+            row = {"family": family, "workers": n_workers, "method": m, "runs": int((gm["budget_point"] == last).sum())}
             for col, kind in REGRET_KINDS.items():
                 for f, gf in gm.groupby("budget_point"):
                     row[f"{kind} {_pct(f)}"] = _fmt(gf[col].mean())
@@ -281,8 +288,10 @@ def deviation_tests(long: pd.DataFrame, default: str, variant: str) -> pd.DataFr
             for f, gf in g.groupby("budget_point", sort=True):
                 pairs = _pairs(gf, default, variant, col)
                 row[_pct(f)] = (
-                    "-" if pairs.empty
-                    else f"{pairs[default].mean():.3f} / {pairs[variant].mean():.3f}, {_test_cell(pairs, default, variant)}"
+                    "-"
+                    if pairs.empty
+                    else f"{pairs[default].mean():.3f} / {pairs[variant].mean():.3f}, "
+                    f"{_test_cell(pairs, default, variant)}"
                 )
             if any(row[_pct(f)] != "-" for f in sorted(g["budget_point"].unique())):
                 rows.append(row)
@@ -335,12 +344,16 @@ def leave_one_task_out(long: pd.DataFrame, default: str, variant: str) -> pd.Dat
             choice = _choice(rest, default, variant)
             if choice != chosen:
                 flips.append(f"{task} ({choice})")
-        rows.append({
-            "family": family, "workers": n_workers, "regret": kind,
-            "chosen on all": f"{chosen} ({pairs[default].mean():.3f} / {pairs[variant].mean():.3f})",
-            "same with each task left out": f"{compared - len(flips)}/{compared}",
-            "flipped by": ", ".join(flips) if flips else "-",
-        })
+        rows.append(
+            {
+                "family": family,
+                "workers": n_workers,
+                "regret": kind,
+                "chosen on all": f"{chosen} ({pairs[default].mean():.3f} / {pairs[variant].mean():.3f})",
+                "same with each task left out": f"{compared - len(flips)}/{compared}",
+                "flipped by": ", ".join(flips) if flips else "-",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -360,8 +373,11 @@ def setting_left_out(long: pd.DataFrame, comparisons: Sequence[tuple[str, str]])
         ``tasks`` (how many were left out in turn)
     """
     # per cell: the paired differences, indexed by (task, seed)
-    cells = [pairs[default] - pairs[variant] for default, variant in comparisons
-             for *_, pairs in _paired_cells(long, default, variant)]
+    cells = [
+        pairs[default] - pairs[variant]
+        for default, variant in comparisons
+        for *_, pairs in _paired_cells(long, default, variant)
+    ]
     if not cells:
         return None
     tasks = sorted({task for diffs in cells for task in diffs.index.get_level_values("task")})
@@ -371,8 +387,13 @@ def setting_left_out(long: pd.DataFrame, comparisons: Sequence[tuple[str, str]])
         return float(np.nanmean(means))
 
     left_out = [(setting_diff(task), task) for task in tasks]
-    return {"cells": len(cells), "diff": setting_diff(None), "largest": max(left_out),
-            "smallest": min(left_out), "tasks": len(tasks)}
+    return {
+        "cells": len(cells),
+        "diff": setting_diff(None),
+        "largest": max(left_out),
+        "smallest": min(left_out),
+        "tasks": len(tasks),
+    }
 
 
 def settings_left_out_table(long: pd.DataFrame) -> pd.DataFrame:
@@ -387,15 +408,20 @@ def settings_left_out_table(long: pd.DataFrame) -> pd.DataFrame:
         if r is None:
             continue
         (hi, hi_task), (lo, lo_task) = r["largest"], r["smallest"]
-        rows.append({
-            "variants": ", ".join(v for _, v in comparisons), "what they change": what, "cells": r["cells"],
-            "diff on all tasks": f"{r['diff']:+.4f}",
-            "one task left out: largest": f"{hi:+.4f} ({hi_task})",
-            "smallest": f"{lo:+.4f} ({lo_task})",
-            "tasks": r["tasks"],
-            "chosen in every case": ("the defaults" if hi < -TIE_TOLERANCE else "the variants" if lo > TIE_TOLERANCE
-                                     else "no"),
-        })
+        rows.append(
+            {
+                "variants": ", ".join(v for _, v in comparisons),
+                "what they change": what,
+                "cells": r["cells"],
+                "diff on all tasks": f"{r['diff']:+.4f}",
+                "one task left out: largest": f"{hi:+.4f} ({hi_task})",
+                "smallest": f"{lo:+.4f} ({lo_task})",
+                "tasks": r["tasks"],
+                "chosen in every case": (
+                    "the defaults" if hi < -TIE_TOLERANCE else "the variants" if lo > TIE_TOLERANCE else "no"
+                ),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -446,8 +472,11 @@ def worst_tasks(
         candidates = last[last["method"].str.startswith(OURS) & ~last["method"].isin(REFERENCES)]
     else:
         candidates = candidates[candidates["budget_point"] == candidates["budget_point"].max()]
-    means = pd.concat([last[last["method"].isin(references)], candidates]).groupby(
-        ["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
+    means = (
+        pd.concat([last[last["method"].isin(references)], candidates])
+        .groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)]
+        .mean()
+    )
     rows = []
     for (family, n_workers), g in candidates.groupby(["benchmark", "n_workers"], sort=True):
         in_cell = last[(last["benchmark"] == family) & (last["n_workers"] == n_workers)]
@@ -459,8 +488,11 @@ def worst_tasks(
             for col, kind in REGRET_KINDS.items():
                 worst, over, compared = None, 0, 0
                 for task in sorted(g[g["method"] == m]["task"].unique()):
-                    ref_means = [means.loc[(family, n_workers, r, task), col]
-                                 for r in refs if (family, n_workers, r, task) in means.index]
+                    ref_means = [
+                        means.loc[(family, n_workers, r, task), col]
+                        for r in refs
+                        if (family, n_workers, r, task) in means.index
+                    ]
                     if not ref_means:
                         continue
                     mine, ref = means.loc[(family, n_workers, m, task), col], min(ref_means)
@@ -470,8 +502,7 @@ def worst_tasks(
                     if worst is None or (ratio, mine) > (worst[0], worst[2]):
                         worst = (ratio, task, mine, ref)
                 row[f"{kind} worst"] = (
-                    "-" if worst is None
-                    else f"{worst[0]:.2f}x ({worst[1]}: {_fmt(worst[2])} vs {_fmt(worst[3])})"
+                    "-" if worst is None else f"{worst[0]:.2f}x ({worst[1]}: {_fmt(worst[2])} vs {_fmt(worst[3])})"
                 )
                 row[f"{kind} > {limit:g}x"] = f"{over}/{compared}" if compared else "-"
             rows.append(row)
@@ -508,8 +539,11 @@ def reseeded_worst_tasks(long: pd.DataFrame, reseeded: pd.DataFrame) -> pd.DataF
         tables.append(itself.assign(against=f"{reference} alone"))
     table = pd.concat(tables, ignore_index=True)
     columns = ["family", "workers", "method", "against"]
-    return table[columns + [c for c in table.columns if c not in columns]].sort_values(
-        ["family", "workers", "method"], kind="stable").reset_index(drop=True)
+    return (
+        table[columns + [c for c in table.columns if c not in columns]]
+        .sort_values(["family", "workers", "method"], kind="stable")
+        .reset_index(drop=True)
+    )
 
 
 def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + REFERENCES) -> pd.DataFrame:
@@ -524,18 +558,22 @@ def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + R
     :return: :func:`worst_tasks` rows, method ``NAME, seeds C-D against A-B``
     """
     tables = []
-    for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
+    for (_family, _n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
         for m in methods:
             seeds = sorted(g.loc[g["method"] == m, "seed"].unique())
             half = len(seeds) // 2
             if half == 0:
                 continue
-            first, second = seeds[:half], seeds[half: 2 * half]
+            first, second = seeds[:half], seeds[half : 2 * half]
             runs = g[g["method"] == m]
             name = f"{m}, seeds {second[0]}-{second[-1]} against {first[0]}-{first[-1]}"
-            tables.append(worst_tasks(runs[runs["seed"].isin(first)],
-                                      candidates=runs[runs["seed"].isin(second)].assign(method=name),
-                                      references=(m,)))
+            tables.append(
+                worst_tasks(
+                    runs[runs["seed"].isin(first)],
+                    candidates=runs[runs["seed"].isin(second)].assign(method=name),
+                    references=(m,),
+                )
+            )
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
@@ -611,14 +649,20 @@ def tasks_over_on_more_seeds(
         reference = min(refs, key=lambda r: runs[r].mean())
         mine, ref = runs[m].mean(), runs[reference].mean()
         test = signed_rank_test(runs[m], runs[reference])
-        rows.append({
-            "family": family, "workers": n_workers, "method": m, "regret": kind, "task": task,
-            "grid": f"{_ratio(grid_mine, grid_ref):.2f}x ({_fmt(grid_mine)} vs {_fmt(grid_ref)})",
-            "seeds": len(runs),
-            "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
-            "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
-            f"over {limit:g}x": "yes" if _over(mine, ref, limit) else "no",
-        })
+        rows.append(
+            {
+                "family": family,
+                "workers": n_workers,
+                "method": m,
+                "regret": kind,
+                "task": task,
+                "grid": f"{_ratio(grid_mine, grid_ref):.2f}x ({_fmt(grid_mine)} vs {_fmt(grid_ref)})",
+                "seeds": len(runs),
+                "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
+                "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
+                f"over {limit:g}x": "yes" if _over(mine, ref, limit) else "no",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -641,12 +685,16 @@ def depth_table(depth: pd.DataFrame, long: pd.DataFrame) -> pd.DataFrame:
     for (family, n_workers), g in depth.groupby(["benchmark", "n_workers"], sort=True):
         for m in method_order(g["method"].unique(), OURS, REFERENCES):
             gm = g[g["method"] == m]
-            rows.append({
-                "family": family, "workers": n_workers, "method": m,
-                "runs": f"{len(gm)}/{finished.get((family, n_workers, m), len(gm))}",
-                "completion": _fmt(gm["completion_share"].mean()),
-                "completion, not the best trained": _fmt(gm["elsewhere_share"].mean()),
-            })
+            rows.append(
+                {
+                    "family": family,
+                    "workers": n_workers,
+                    "method": m,
+                    "runs": f"{len(gm)}/{finished.get((family, n_workers, m), len(gm))}",
+                    "completion": _fmt(gm["completion_share"].mean()),
+                    "completion, not the best trained": _fmt(gm["elsewhere_share"].mean()),
+                }
+            )
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -776,16 +824,21 @@ def render(
     parts = [
         "# Benchmark results",
         f"Written by `{command}` from the {n_runs} finished runs under `{results_dir}`, made by the "
-        f"development grid (from the repository root; `make benchmark DEV=...` runs the three commands):\n\n```bash\n{GRID_COMMAND}\n```\n\n"
+        "development grid (from the repository root; `make benchmark DEV=...` runs the three commands):"
+        f"\n\n```bash\n{GRID_COMMAND}\n```\n\n"
         "Every number below comes from those runs; rerunning the commands reproduces the file.",
         "## Protocol",
         protocol,
         "## Runs",
         "Finished runs per cell / runs of the grid the folder spans: every task of the data "
         "folders the family's runs came from, every seed and worker count seen, every method of "
-        "`benchmarks/runner.py`. Tables pair and average the runs there are.\n\n" + to_markdown(runs_table)
-        + ("\n\nIncomplete cells:\n\n" + "\n".join(f"- {line}" for line in missing) if missing
-           else "\n\nEvery cell is complete."),
+        "`benchmarks/runner.py`. Tables pair and average the runs there are.\n\n"
+        + to_markdown(runs_table)
+        + (
+            "\n\nIncomplete cells:\n\n" + "\n".join(f"- {line}" for line in missing)
+            if missing
+            else "\n\nEvery cell is complete."
+        ),
         "## Headline: regret against Syne Tune's ASHA and BOHB",
         "Mean normalised regret over the family's tasks and seeds (lower is better); trained: "
         "trials trained to `max_t` per run at the end.\n\n" + to_markdown(means_table(long)),
@@ -819,8 +872,7 @@ def render(
             "worker counts and regrets, at 100 %): diff = the mean over those cells of each cell's "
             "mean(default - variant) (negative: the defaults better), on all tasks, then with each "
             "task in turn left out (the largest and smallest such diff, with the task left out). "
-            "The choice holds with every task left out when both have the same sign.\n\n"
-            + to_markdown(settings),
+            "The choice holds with every task left out when both have the same sign.\n\n" + to_markdown(settings),
         ]
     worst = worst_tasks(long)
     depth = depth if depth is not None else pd.DataFrame(columns=["benchmark"])
@@ -880,9 +932,12 @@ def render(
     if wallclock is not None:
         parts += wallclock_sections(wallclock[1], wallclock[0])
     if figures:
-        parts += ["## Figures", "Mean regret over the family's tasks and seeds against epochs, "
-                  "+- one standard error:\n\n" + "\n".join(
-                      f"- [`{p.name}`]({os.path.relpath(p, out.parent)})" for p in figures)]
+        parts += [
+            "## Figures",
+            "Mean regret over the family's tasks and seeds against epochs, "
+            "+- one standard error:\n\n"
+            + "\n".join(f"- [`{p.name}`]({os.path.relpath(p, out.parent)})" for p in figures),
+        ]
     return "\n\n".join(parts) + "\n"
 
 
@@ -891,16 +946,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("results_dir", help="results folder of the grid (benchmarks/run_benchmarks.py --results-dir)")
     p.add_argument("--out", default="benchmarks/RESULTS.md", help="markdown file to write")
     p.add_argument("--figures", default="benchmarks/figures", help="folder of the figures ('' for none)")
-    p.add_argument("--reseeded", default=None,
-                   help="results folder of references run with other seeds: held to the worst-task target")
-    p.add_argument("--more-seeds", default=None,
-                   help="results folder of ours and the references run with other seeds on the tasks "
-                        "over the worst-task target (--list-tasks-over): those tasks compared again")
-    p.add_argument("--wallclock", default=None,
-                   help="results folder of the wall-clock protocol (run_benchmarks.py --protocol "
-                        "wallclock): adds its section, one table per start delay")
-    p.add_argument("--list-tasks-over", action="store_true",
-                   help="print the tasks over the worst-task target (space-separated) and exit")
+    p.add_argument(
+        "--reseeded",
+        default=None,
+        help="results folder of references run with other seeds: held to the worst-task target",
+    )
+    p.add_argument(
+        "--more-seeds",
+        default=None,
+        help="results folder of ours and the references run with other seeds on the tasks "
+        "over the worst-task target (--list-tasks-over): those tasks compared again",
+    )
+    p.add_argument(
+        "--wallclock",
+        default=None,
+        help="results folder of the wall-clock protocol (run_benchmarks.py --protocol "
+        "wallclock): adds its section, one table per start delay",
+    )
+    p.add_argument(
+        "--list-tasks-over",
+        action="store_true",
+        help="print the tasks over the worst-task target (space-separated) and exit",
+    )
     args = p.parse_args(argv)
     for name in ("results_dir", "reseeded", "more_seeds", "wallclock"):
         folder = getattr(args, name)
@@ -941,8 +1008,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     depth = depth_per_run(args.results_dir)
     depth["benchmark"] = depth["benchmark"].map(family_of)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds,
-                          wallclock))
+    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds, wallclock))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 

@@ -35,8 +35,14 @@ REPO = Path(__file__).resolve().parents[1]
 # (runner, metrics, report): import them as the benchmarks package from the repo root instead
 sys.path[:] = [str(REPO)] + [p for p in sys.path if Path(p or ".").resolve() != REPO / "benchmarks"]
 
-from benchmarks.blackboxes import REPOSITORY_ENV, BlackboxNotAvailableError  # noqa: E402
-from benchmarks.blackboxes import KNOWN_BLACKBOXES, is_serialized_folder, list_tasks, load_benchmark  # noqa: E402
+from benchmarks.blackboxes import (  # noqa: E402
+    KNOWN_BLACKBOXES,
+    REPOSITORY_ENV,
+    BlackboxNotAvailableError,
+    is_serialized_folder,
+    list_tasks,
+    load_benchmark,
+)
 from benchmarks.report import OURS, REFERENCES, make_report  # noqa: E402
 from benchmarks.runner import METHODS, make_grid, run_grid  # noqa: E402
 from benchmarks.wallclock import EPOCHS, PROTOCOLS, START_DELAYS, WALLCLOCK  # noqa: E402

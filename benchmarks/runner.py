@@ -38,8 +38,6 @@ from syne_tune.tuning_status import TuningStatus
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
-from syne_dyhpo.core.job_costs import JobCosts
-from syne_dyhpo.core.options import FreezeThawOptions
 from benchmarks.wallclock import (
     EPOCHS,
     JOBS_FILE,
@@ -52,6 +50,8 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
+from syne_dyhpo.core.job_costs import JobCosts
+from syne_dyhpo.core.options import FreezeThawOptions
 
 logger = logging.getLogger(__name__)
 
@@ -237,7 +237,7 @@ class TimedScheduler(TrialScheduler):
             meta = self.scheduler.metadata()
             json.dumps(meta)  # the Tuner JSON-dumps it; never let that crash a run
             return meta
-        except Exception:
+        except Exception:  # noqa: BLE001 - whatever the scheduler's metadata does, the run goes on
             return {"scheduler": type(self.scheduler).__name__}
 
 
@@ -512,7 +512,7 @@ def run_one(
         "scheduler_calls": scheduler.num_calls,
         "wall_seconds": wall,
         "n_epochs_simulated": n_simulated,
-        "n_results": int(len(df)),
+        "n_results": len(df),
         "n_trials": int(df["trial_id"].nunique()) if len(df) else 0,
         "simulated_time": float(df["st_tuner_time"].max()) if len(df) else 0.0,
         "final_incumbent": float(traj["incumbent"].iloc[-1]) if len(traj) else None,
@@ -552,7 +552,7 @@ def _quiet_logging() -> None:
 def _run_one_safe(spec: RunSpec, results_dir: str, kwargs: dict) -> tuple[RunSpec, Any]:
     try:
         return spec, run_one(spec, results_dir, **kwargs)
-    except Exception as ex:  # report, keep the grid going
+    except Exception as ex:  # noqa: BLE001 - report, keep the grid going
         import traceback
 
         return spec, f"{type(ex).__name__}: {ex}\n{traceback.format_exc()}"

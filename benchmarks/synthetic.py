@@ -427,11 +427,8 @@ def write_synthetic_blackbox(
         raise ValueError(f"name must be one of {SCHEMAS}, got {name!r}")
     path = Path(repository).expanduser() / name
     meta_file = path / "metadata.json"
-    if meta_file.exists():
-        if not json.loads(meta_file.read_text()).get(SYNTHETIC_KEY, False):
-            raise FileExistsError(
-                f"{path} holds a blackbox not written by benchmarks.synthetic; not overwriting it"
-            )
+    if meta_file.exists() and not json.loads(meta_file.read_text()).get(SYNTHETIC_KEY, False):
+        raise FileExistsError(f"{path} holds a blackbox not written by benchmarks.synthetic; not overwriting it")
     if path.exists():
         shutil.rmtree(path)  # a previous synthetic one: files of other tasks must not linger
     path.mkdir(parents=True)

@@ -29,9 +29,10 @@ With one worker the clock then follows exactly: the ``k``-th result (in time ord
   epoch's is its cumulative time). The start delay is a multiple of the median (0, 1x, 10x); the
   wall-clock budget is the epoch budget times the mean, divided by the number of workers: the
   worker time the epoch budget takes on average when whole curves are trained, shared by the
-  workers, so that at delay 0 the two protocols spend about the same. A task's own median and mean are taken (not its family's): LCBench's tasks differ in
-  their median epoch time by more than ten times (0.6 s to 8 s), and a family-wide unit would
-  give a slow task a fraction of its epoch budget and a fast one a start delay of many epochs.
+  workers, so that at delay 0 the two protocols spend about the same. A task's own median and
+  mean are taken (not its family's): LCBench's tasks differ in their median epoch time by more
+  than ten times (0.6 s to 8 s), and a family-wide unit would give a slow task a fraction of its
+  epoch budget and a fast one a start delay of many epochs.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Callable
+from collections.abc import Callable
 
 
 def integer(minimum: int, maximum: int | None = None) -> Callable[[str], int]:

@@ -38,9 +38,9 @@ from syne_tune.config_space import Domain
 from syne_dyhpo.ray_tune import ray_scheduler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import mlp_config_space  # noqa: E402
-from cli_args import positive_int, positive_number, seed  # noqa: E402
-import train_mlp as training_script  # noqa: E402
+import mlp_config_space
+import train_mlp as training_script
+from cli_args import positive_int, positive_number, seed
 
 # Ray ships the trainable to its workers with cloudpickle: send the training module by value
 # so that workers need syne-dyhpo installed but not this launch/ folder on their path
@@ -80,15 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--method", choices=["dyhpo", "dpl"], default="dyhpo")
     parser.add_argument(
-        "--address", default=None, help="Ray cluster to connect to ('auto', 'ray://host:10001'); default: start a local Ray"
+        "--address",
+        default=None,
+        help="Ray cluster to connect to ('auto', 'ray://host:10001'); default: start a local Ray",
     )
     parser.add_argument("--num-cpus", type=positive_int, default=None, help="CPUs of the local Ray (default: all)")
     parser.add_argument("--num-samples", type=positive_int, default=20, help="most configurations started")
     parser.add_argument("--max-epochs", type=positive_int, default=20, help="epochs of a fully trained configuration")
     parser.add_argument(
-        "--total-epochs", type=positive_int, default=None, help="epoch budget of the run, summed over trials (default: 4 * max-epochs)"
+        "--total-epochs",
+        type=positive_int,
+        default=None,
+        help="epoch budget of the run, summed over trials (default: 4 * max-epochs)",
     )
-    parser.add_argument("--max-concurrent", type=positive_int, default=None, help="trials at once (default: CPUs of the cluster)")
+    parser.add_argument(
+        "--max-concurrent", type=positive_int, default=None, help="trials at once (default: CPUs of the cluster)"
+    )
     parser.add_argument("--cpus-per-trial", type=positive_number, default=1.0)
     parser.add_argument("--seed", type=seed, default=0)
     parser.add_argument(

@@ -151,29 +151,56 @@ def add_tuning_arguments(
     group.add_argument("--method", choices=("dyhpo", "dpl"), default="dyhpo", help="DyHPO or Deep Power Law")
     group.add_argument("--n-workers", type=positive_int, default=2, help=f"trials run in parallel ({workers})")
     group.add_argument("--max-epochs", type=positive_int, default=10, help="max_t: epochs of a fully trained trial")
-    group.add_argument("--budget-epochs", type=positive_int, default=budget_epochs, help="stop after this many epochs in total")
-    group.add_argument("--max-wallclock-time", type=positive_number, default=None, help="also stop after this many seconds")
-    group.add_argument("--max-paused-checkpoints", dest="max_kept_paused", type=positive_int, default=None,
-                       help="keep at most this many paused trials resumable; retire (and delete the "
-                            f"checkpoints {checkpoints} of) those ranked hopeless")
-    group.add_argument("--delete-checkpoints", action=argparse.BooleanOptionalAction, default=None,
-                       help=f"delete the checkpoints {checkpoints} of stopped and retired trials{at_end} "
-                            "(default: on iff --max-paused-checkpoints is given)")
-    group.add_argument("--max-failures", type=non_negative_int, default=3, help="stop tuning after more failed trials than this")
+    group.add_argument(
+        "--budget-epochs", type=positive_int, default=budget_epochs, help="stop after this many epochs in total"
+    )
+    group.add_argument(
+        "--max-wallclock-time", type=positive_number, default=None, help="also stop after this many seconds"
+    )
+    group.add_argument(
+        "--max-paused-checkpoints",
+        dest="max_kept_paused",
+        type=positive_int,
+        default=None,
+        help="keep at most this many paused trials resumable; retire (and delete the "
+        f"checkpoints {checkpoints} of) those ranked hopeless",
+    )
+    group.add_argument(
+        "--delete-checkpoints",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help=f"delete the checkpoints {checkpoints} of stopped and retired trials{at_end} "
+        "(default: on iff --max-paused-checkpoints is given)",
+    )
+    group.add_argument(
+        "--max-failures", type=non_negative_int, default=3, help="stop tuning after more failed trials than this"
+    )
     group.add_argument("--sleep-time", type=non_negative_number, default=sleep_time, help="Tuner polling interval (s)")
     group.add_argument("--seed", type=seed, default=0)
     group.add_argument("--tuner-name", type=str, default=None)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_tuning_arguments(p, workers="processes", budget_epochs=40, sleep_time=0.5, checkpoints="on this machine",
-                         at_end=", and all others at the end")
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    add_tuning_arguments(
+        p,
+        workers="processes",
+        budget_epochs=40,
+        sleep_time=0.5,
+        checkpoints="on this machine",
+        at_end=", and all others at the end",
+    )
     p.add_argument("--budget-step", type=positive_int, default=1, help="epochs per decision (segment length)")
     p.add_argument("--num-initial-random", type=non_negative_int, default=2, help="random trials before the surrogate")
     p.add_argument("--num-candidates", type=positive_int, default=64, help="new configs scored per decision")
-    p.add_argument("--restart-on-lost-checkpoint", dest="restart_if_lost", action="store_true",
-                   help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it")
+    p.add_argument(
+        "--restart-on-lost-checkpoint",
+        dest="restart_if_lost",
+        action="store_true",
+        help="restart a trial whose checkpoint is missing/corrupt from epoch 1 instead of failing it",
+    )
     return p
 
 

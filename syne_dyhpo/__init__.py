@@ -26,7 +26,7 @@ from typing import Any
 
 __version__ = "1.1.0"
 
-_PUBLIC = {
+_PUBLIC: dict[str, str | tuple[str, str]] = {
     "CandidateOptions": "syne_dyhpo.core.candidates",
     "DepthGate": "syne_dyhpo.core.depth_gate",
     "IncumbentCompletion": "syne_dyhpo.core.completion",
@@ -56,7 +56,8 @@ __all__ = sorted(_PUBLIC)
 def __getattr__(name: str) -> Any:
     if name not in _PUBLIC:
         raise AttributeError(f"module 'syne_dyhpo' has no attribute {name!r}")
-    module, attribute = _PUBLIC[name] if isinstance(_PUBLIC[name], tuple) else (_PUBLIC[name], name)
+    target = _PUBLIC[name]
+    module, attribute = target if isinstance(target, tuple) else (target, name)
     value = getattr(import_module(module), attribute)
     globals()[name] = value
     return value

@@ -75,18 +75,18 @@ class LogExpectedImprovement:
     :param model: the fitted surrogate and its outcome transform
     """
 
-    def __init__(self, model: "FittedModel"):
+    def __init__(self, model: FittedModel):
         self.model = model
 
-    def budgets(self, candidates: "Candidates") -> np.ndarray:
+    def budgets(self, candidates: Candidates) -> np.ndarray:
         """Epoch at which each candidate's score is predicted."""
         raise NotImplementedError
 
-    def best_f(self, candidates: "Candidates") -> np.ndarray:
+    def best_f(self, candidates: Candidates) -> np.ndarray:
         """Incumbent score per candidate (raw score units), shape (m,)."""
         raise NotImplementedError
 
-    def evaluate(self, candidates: "Candidates") -> AcquisitionValues:
+    def evaluate(self, candidates: Candidates) -> AcquisitionValues:
         """
         :param candidates: what the decision chooses from
         :return: log EI per candidate, shape (m,), higher is better, and the predictions it
@@ -97,7 +97,7 @@ class LogExpectedImprovement:
         values = log_expected_improvement(mean, std, self.model.transform(self.best_f(candidates)))
         return AcquisitionValues(values, budgets, mean, std, self.model.transform)
 
-    def __call__(self, candidates: "Candidates") -> np.ndarray:
+    def __call__(self, candidates: Candidates) -> np.ndarray:
         """
         :param candidates: what the decision chooses from
         :return: log EI per candidate, shape (m,); higher is better

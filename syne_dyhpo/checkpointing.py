@@ -184,10 +184,8 @@ def save_checkpoint(
         os.chmod(tmp_name, 0o666 & ~_current_umask())  # mkstemp creates 0600
         os.replace(tmp_name, target)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
-        except FileNotFoundError:
-            pass
         raise
     remove_stale_temporaries(directory, filename, older_than=started)
     return target
@@ -362,12 +360,20 @@ def _numpy_and_path_globals() -> list[Any]:
     try:
         from numpy._core import multiarray
     except ImportError:  # numpy < 2
-        from numpy.core import multiarray
+        from numpy.core import multiarray  # type: ignore[no-redef]  # the same module, numpy 1's path
     dtype_classes = [
         getattr(np.dtypes, n) for n in dir(getattr(np, "dtypes", ())) if n.endswith("DType")
     ]
     return [
-        multiarray.scalar, multiarray._reconstruct, np.ndarray, np.dtype, *dtype_classes, *_PATHS, set, complex, bytearray,
+        multiarray.scalar,
+        multiarray._reconstruct,
+        np.ndarray,
+        np.dtype,
+        *dtype_classes,
+        *_PATHS,
+        set,
+        complex,
+        bytearray,
         codecs.encode,
     ]
 
@@ -566,14 +572,10 @@ def restore_training_state(
         try:
             obj.load_state_dict(state[key])
         except Exception as ex:
-            raise CheckpointError(
-                where, f"restoring '{key}' failed ({type(ex).__name__}: {ex})"
-            ) from ex
+            raise CheckpointError(where, f"restoring '{key}' failed ({type(ex).__name__}: {ex})") from ex
     if restore_rng and "rng" in state:
         try:
             set_rng_state(state["rng"])
         except Exception as ex:
-            raise CheckpointError(
-                where, f"restoring RNG states failed ({type(ex).__name__}: {ex})"
-            ) from ex
+            raise CheckpointError(where, f"restoring RNG states failed ({type(ex).__name__}: {ex})") from ex
     return dict(state.get("extra", {}))

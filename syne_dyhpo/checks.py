@@ -4,7 +4,7 @@ value in its canonical type or raises a ValueError that names the argument and t
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
@@ -21,6 +21,28 @@ def checked_choice(name: str, value: Any, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
+
+
+@overload
+def checked_integer(
+    name: str,
+    value: Any,
+    minimum: int,
+    maximum: int | None = None,
+    allow_none: Literal[False] = False,
+    integral_floats: bool = False,
+) -> int: ...
+
+
+@overload
+def checked_integer(
+    name: str,
+    value: Any,
+    minimum: int,
+    maximum: int | None = None,
+    allow_none: bool = False,
+    integral_floats: bool = False,
+) -> int | None: ...
 
 
 def checked_integer(

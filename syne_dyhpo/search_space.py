@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import itertools
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from syne_tune.config_space import (
@@ -161,7 +162,7 @@ class ConfigEncoder:
             if kind == "numerical":
                 continue
             types = {type(c) for c in enc}
-            index = None
+            index: tuple[type, dict] | None = None
             if len(types) == 1:
                 try:
                     index = (types.pop(), {})
@@ -258,7 +259,9 @@ class ConfigEncoder:
                 inside = _in_integer_range(value, int(domain.lower), int(domain.upper))
             else:
                 values = _finite_values(domain)
-                inside = (value in values or str(value) in map(str, values)) if values is not None else domain.is_valid(value)
+                inside = (
+                    domain.is_valid(value) if values is None else (value in values or str(value) in map(str, values))
+                )
             if not inside:
                 raise ConfigSpaceError(f"{where}: {name}={value!r} is outside its domain {domain}")
 
@@ -267,9 +270,10 @@ class ConfigEncoder:
         most :data:`MAX_ENUMERATED_CONFIGS` of them, else None (sized before anything is
         listed: a huge integer range costs nothing)."""
         sizes = [_finite_size(self.config_space[name]) for name in self.hp_names]
-        if any(n is None for n in sizes) or math.prod(sizes) > MAX_ENUMERATED_CONFIGS:
+        finite_sizes = [n for n in sizes if n is not None]
+        if len(finite_sizes) < len(sizes) or math.prod(finite_sizes) > MAX_ENUMERATED_CONFIGS:
             return None
-        values = [_finite_values(self.config_space[name]) for name in self.hp_names]
+        values = [_finite_values(self.config_space[name]) or [] for name in self.hp_names]
         return [self.complete(dict(zip(self.hp_names, combo))) for combo in itertools.product(*values)]
 
     def key(self, config: dict[str, Any]) -> tuple:
@@ -278,7 +282,8 @@ class ConfigEncoder:
         if not self._by_index:
             return tuple(to_native(config[name]) for name in self.hp_names)
         return tuple(
-            _index_of(self.config_space[name].categories, config[name], name) if name in self._by_index
+            _index_of(self.config_space[name].categories, config[name], name)
+            if name in self._by_index
             else to_native(config[name])
             for name in self.hp_names
         )

@@ -7,7 +7,6 @@ import tempfile
 from datetime import datetime
 from pathlib import Path
 
-
 # Syne Tune writes its experiment folders under SYNETUNE_FOLDER: keep them out of $HOME
 os.environ.setdefault("SYNETUNE_FOLDER", tempfile.mkdtemp(prefix="syne-dyhpo-tests-"))
 

@@ -41,9 +41,10 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 try:
     import boto3
@@ -229,10 +230,14 @@ class SageMakerBackend(TrialBackend):
         if tuner_name is not None:
             self.tuner_name = tuner_name
 
-    def _run_location(self) -> S3Location:
+    def _run_name(self) -> str:
+        """The Tuner's name, or one with a time stamp if no Tuner named the run."""
         if self.tuner_name is None:
             self.tuner_name = f"syne-dyhpo-{datetime.now():%Y-%m-%d-%H-%M-%S}"
-        return self.s3_root.child(job_name_base(self.tuner_name))
+        return self.tuner_name
+
+    def _run_location(self) -> S3Location:
+        return self.s3_root.child(job_name_base(self._run_name()))
 
     def checkpoint_location(self, trial_id: int) -> S3Location:
         """
@@ -277,14 +282,16 @@ class SageMakerBackend(TrialBackend):
             # a resume right after a pause: the paused job may still upload its final
             # checkpoint and print its last lines; create the new job once it has ended
             trial.pending_config = dict(config)
-            logger.info(f"trial_id {trial_id}: resume waits for job {trial.job.name} to end ({trial.job.status})")
+            job = trial.job
+            assert job is not None  # an active job exists
+            logger.info(f"trial_id {trial_id}: resume waits for job {job.name} to end ({job.status})")
         else:
             self._create_job(trial, config)
 
     def _create_job(self, trial: TrialJobs, config: dict[str, Any]) -> None:
         trial.pending_config = None
         source_uri = self._ensure_source_uploaded()
-        name = training_job_name(job_name_base(self.tuner_name), trial.trial_id, len(trial.jobs))
+        name = training_job_name(job_name_base(self._run_name()), trial.trial_id, len(trial.jobs))
         try:
             request = create_training_job_request(
                 self.settings,
@@ -483,9 +490,11 @@ class SageMakerBackend(TrialBackend):
         source = self._trial(src_trial_id)
         self._poll_job(source)
         if source.job_active:
+            job = source.job
+            assert job is not None  # an active job exists
             logger.warning(
-                f"copying the checkpoint of trial_id {src_trial_id} while its job {source.job.name} is still "
-                f"{source.job.status}: its last upload may be missing"
+                f"copying the checkpoint of trial_id {src_trial_id} while its job {job.name} is still "
+                f"{job.status}: its last upload may be missing"
             )
         count = copy_prefix(self.s3_client, source.checkpoint, self._trial(tgt_trial_id).checkpoint)
         logger.info(f"Copied {count} checkpoint objects of trial_id {src_trial_id} to trial_id {tgt_trial_id}")

@@ -127,6 +127,7 @@ class TrainingJobSettings:
         """The image the jobs run."""
         if self.image_uri is not None:
             return self.image_uri
+        assert self.framework_version is not None  # one of the two is given (checked when made)
         return pytorch_training_image_uri(self.region, self.framework_version, self.py_version, self.instance_type)
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import io
 import tarfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 _SKIPPED_DIRS = {"__pycache__", ".git", ".venv", ".pytest_cache", ".mypy_cache"}
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")

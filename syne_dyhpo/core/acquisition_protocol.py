@@ -49,7 +49,7 @@ class AcquisitionValues:
     budgets: np.ndarray
     mean: np.ndarray
     std: np.ndarray
-    transform: "ScoreTransform"
+    transform: ScoreTransform
 
     def prediction(self, i: int, sign: float) -> Prediction:
         """The prediction behind candidate ``i``'s value, in the metric's units.
@@ -65,7 +65,7 @@ class Acquisition(Protocol):
     """A method's acquisition, built from a fitted model and the observations' incumbents
     (see :data:`~syne_dyhpo.core.policy.AcquisitionFactory`)."""
 
-    def evaluate(self, candidates: "Candidates") -> AcquisitionValues:
+    def evaluate(self, candidates: Candidates) -> AcquisitionValues:
         """The acquisition value of each candidate (higher is better) and the predictions
         they were computed from.
 

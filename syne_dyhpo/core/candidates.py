@@ -3,8 +3,9 @@ at the first budget."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,9 @@ class CandidateOptions:
         object.__setattr__(
             self, "num_initial_random", checked_integer(f"{name}.num_initial_random", self.num_initial_random, 0)
         )
-        if self.configs is not None and (isinstance(self.configs, dict) or not all(isinstance(c, dict) for c in self.configs)):
+        if self.configs is not None and (
+            isinstance(self.configs, dict) or not all(isinstance(c, dict) for c in self.configs)
+        ):
             raise ValueError(f"{name}.configs must be a list of configurations (dicts), got {self.configs!r}")
 
     def metadata(self) -> dict[str, Any]:

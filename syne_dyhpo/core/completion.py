@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from syne_dyhpo.checks import checked_choice, checked_flag, checked_integer, checked_number
 from syne_dyhpo.core.observations import Observations, TrialRecord
-
 
 #: the values of ``IncumbentCompletion.leader_score``
 LEADER_SCORES = ("best", "latest")

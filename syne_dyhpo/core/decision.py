@@ -11,9 +11,10 @@ decision log needs of it.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -77,12 +78,12 @@ class Decision:
     prediction: Prediction | None = None
 
     @staticmethod
-    def resume(trial_id: int, retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+    def resume(trial_id: int, retire: tuple[int, ...] = (), **why: Any) -> Decision:
         """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
         return Decision(DecisionKind.RESUME, trial_id=trial_id, retire=retire, **why)
 
     @staticmethod
-    def start(config: dict[str, Any], retire: tuple[int, ...] = (), **why: Any) -> "Decision":
+    def start(config: dict[str, Any], retire: tuple[int, ...] = (), **why: Any) -> Decision:
         """:param why: the fields saying why (``epoch``, ``reason``, ...)"""
         return Decision(DecisionKind.START, config=config, retire=retire, **why)
 
@@ -156,7 +157,7 @@ class DecisionMaker:
         new_configs: list[dict[str, Any]],
         new_x: np.ndarray,
         num_started: int,
-        running: list[TrialRecord] = (),
+        running: Sequence[TrialRecord] = (),
         num_workers: int = 1,
     ) -> Decision | None:
         """
@@ -174,7 +175,8 @@ class DecisionMaker:
             return None
         self.num_decisions += 1
         first_epoch = self.segment_end(None)
-        if new_configs and (num_started < self.candidates.num_initial_random or not self.policy.ready(self.observations)):
+        initial = num_started < self.candidates.num_initial_random
+        if new_configs and (initial or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):
             # too few observations to fit a model (a tiny space, used up before two results
@@ -216,7 +218,7 @@ class DecisionMaker:
         records: list[TrialRecord],
         new_configs: list[dict[str, Any]],
         new_x: np.ndarray,
-        running: list[TrialRecord] = (),
+        running: Sequence[TrialRecord] = (),
     ) -> tuple[np.ndarray, dict[str, Any], AcquisitionValues | None]:
         """Fits the policy, then scores the candidates with it; on any failure of the model a
         uniformly random score (a decision must be made), and the next fit is from scratch.
@@ -239,7 +241,7 @@ class DecisionMaker:
         if running and self.policy.condition_on_pending:
             # their next results are on their way (each at the epoch its current segment ends)
             pending = make_candidates(
-                list(running), [], np.zeros((0, new_x.shape[1])), self.observations, lambda r: r.segment_end
+                list(running), [], np.zeros((0, new_x.shape[1])), self.observations, _current_segment_end
             )
         try:
             answer = self.policy.score(model, candidates, self.observations, pending=pending)
@@ -289,3 +291,9 @@ class DecisionMaker:
             "num_sh_promotions": self.num_sh_promotions,
             "num_completions": 0 if self.completion is None else self.completion.num_completions,
         }
+
+
+def _current_segment_end(record: TrialRecord | None) -> int:
+    """The epoch a running trial's current segment ends at (no new configurations here)."""
+    assert record is not None
+    return record.segment_end

@@ -53,7 +53,8 @@ import logging
 import math
 import os
 import time
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
 
 logger = logging.getLogger(__name__)
 
@@ -145,8 +146,8 @@ class DecisionLog:
         self._perf_start: float | None = None  # without a Tuner: the first call's perf_counter
         self._results_clock = False  # results carry the Tuner's time (the simulator)
         self._last_time = 0.0
-        self._file = None  # the CSV file, open for appending (line-buffered: each row is on disk)
-        self._writer = None
+        self._file: TextIO | None = None  # the CSV file, open for appending (line-buffered: each row is on disk)
+        self._writer: Any = None  # a csv.writer on _file
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -247,7 +248,8 @@ class DecisionLog:
             return
         if self._file is None:
             new = not os.path.exists(self.path) or os.path.getsize(self.path) == 0
-            self._file = open(self.path, "a", newline="", buffering=1)
+            # kept open across calls (one row per decision), closed by close()
+            self._file = open(self.path, "a", newline="", buffering=1)  # noqa: SIM115
             self._writer = csv.writer(self._file)
             if new:
                 self._writer.writerow(COLUMNS)
@@ -310,9 +312,11 @@ class DecisionLog:
         :param started: ``time.perf_counter()`` when the scheduler call began
         """
         due, self._answer_due = self._answer_due, None
-        if due is None or due[0] is None:
+        if due is None:
             return
         row, decision = due
+        if row is None:
+            return
         action = str(answer).upper()
         self.set(row, action=action, ms=1000.0 * (time.perf_counter() - started))
         if row[_ROW_INDEX["next"]] == "continue" and action != "CONTINUE":

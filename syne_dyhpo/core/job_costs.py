@@ -176,7 +176,9 @@ class JobTimer:
             return None
         return max(0.0, (seconds - epochs * epoch) / count)
 
-    def log_seconds(self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None) -> np.ndarray | None:
+    def log_seconds(
+        self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """Log of the expected seconds of each candidate's next segment.
 
         :param epochs: epochs of each candidate's next segment (>= 1)

@@ -25,13 +25,13 @@ def parse_result(trial_id: int, result: dict[str, Any], metric: str, time_attr: 
             )
     try:
         value = float(result[metric])
-    except (TypeError, ValueError):
-        raise ValueError(f"trial_id {trial_id}: metric '{metric}' is not a number: {result[metric]!r}")
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"trial_id {trial_id}: metric '{metric}' is not a number: {result[metric]!r}") from err
     epoch_raw = result[time_attr]
     try:
         epoch_float = float(epoch_raw)
-    except (TypeError, ValueError):
-        raise ValueError(f"trial_id {trial_id}: '{time_attr}' is not a number: {epoch_raw!r}")
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"trial_id {trial_id}: '{time_attr}' is not a number: {epoch_raw!r}") from err
     if not math.isfinite(epoch_float) or epoch_float != int(epoch_float) or epoch_float < 1:
         raise ValueError(
             f"trial_id {trial_id}: '{time_attr}' must be a whole number of epochs >= 1 "

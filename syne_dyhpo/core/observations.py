@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 

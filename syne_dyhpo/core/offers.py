@@ -3,7 +3,8 @@ of ``points_to_evaluate`` first, then those kept from the last decision, then fr
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -91,7 +92,8 @@ class NewConfigOffers:
         for i, point in enumerate(points):
             self.encoder.validate(point, where=f"points_to_evaluate[{i}]")
             config = self.encoder.complete(dict(point))
-            if self.sampler.finite and self.encoder.key(config) not in self.sampler.keys():
+            # CandidateSampler.keys() is a set of configuration keys, the sampler no mapping
+            if self.sampler.finite and self.encoder.key(config) not in self.sampler.keys():  # noqa: SIM118
                 raise ValueError(f"points_to_evaluate[{i}] = {point} is not one of the candidate configurations")
             checked.append(config)
         return checked

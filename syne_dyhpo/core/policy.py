@@ -14,8 +14,9 @@ import contextlib
 import copy
 import math
 import sys
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, is_dataclass, replace
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 from scipy.special import bdtrc
@@ -43,6 +44,11 @@ class SurrogateCapabilities:
     misfit: bool = False
     rescale: bool = False
     pending: bool = False
+
+
+def _undeclared(surrogate: Surrogate, capability: str) -> NotImplementedError:
+    # a call, not a bare `raise NotImplementedError`: the optional methods are not abstract
+    return NotImplementedError(f"{type(surrogate).__name__} declares no {capability} capability")
 
 
 class Surrogate(Protocol):
@@ -81,12 +87,12 @@ class Surrogate(Protocol):
     def misfit(self) -> np.ndarray:
         """With ``capabilities.misfit``: the standardised one-step-ahead prediction errors of
         the rows conditioned on since the last training (N(0, 1) if the model is right)."""
-        raise NotImplementedError(f"{type(self).__name__} declares no misfit capability")
+        raise _undeclared(self, "misfit")
 
     def rescale(self, old: ScoreTransform, new: ScoreTransform) -> None:
         """With ``capabilities.rescale``: carries the trained model over from outcome
         transform ``old`` to ``new``, predictions unchanged."""
-        raise NotImplementedError(f"{type(self).__name__} declares no rescale capability")
+        raise _undeclared(self, "rescale")
 
 
 @dataclass(frozen=True)
@@ -393,7 +399,9 @@ class SurrogatePolicy:
     def _misfit(self) -> bool:
         """Whether the rows conditioned on since the last training were predicted worse than
         the surrogate's own predictive distribution allows (``FitSchedule.refine_on_misfit``)."""
-        return misfit_p_value(self.surrogate.misfit()) < self.schedule.refine_on_misfit
+        threshold = self.schedule.refine_on_misfit
+        assert threshold is not None  # called only when refining on misfit
+        return misfit_p_value(self.surrogate.misfit()) < threshold
 
     def reset(self) -> None:
         """Forces a fit from scratch at the next :meth:`fit` (after a numerical failure)."""

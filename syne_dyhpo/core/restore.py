@@ -51,6 +51,7 @@ and the trial ends as completed). Other backends (e.g. SageMaker) get step 2 onl
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -139,15 +140,11 @@ def kill_orphaned_jobs(checkpoint_dirs: set[str]) -> list[int]:
     for proc in psutil.process_iter(["pid", "cmdline"]):
         cmdline = proc.info.get("cmdline") or []
         if proc.pid not in ours and any(arg in checkpoint_dirs for arg in cmdline):
-            try:
+            with contextlib.suppress(psutil.Error):
                 victims += [*proc.children(recursive=True), proc]
-            except psutil.Error:
-                pass
     for proc in victims:
-        try:
+        with contextlib.suppress(psutil.Error):
             proc.kill()
-        except psutil.Error:
-            pass
     psutil.wait_procs(victims, timeout=10)
     if victims:
         logger.warning(f"Killed {len(victims)} orphaned job process(es) of the saved tuner: {[p.pid for p in victims]}")

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from syne_tune.backend.trial_status import Trial
@@ -42,10 +43,10 @@ from syne_tune.tuner_callback import TunerCallback
 from syne_dyhpo.checks import checked_flag, checked_integer, checked_result_keys
 from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.completion import IncumbentCompletion
-from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
-from syne_dyhpo.core.jobs import job_end, parse_result
+from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.jobs import job_end, parse_result
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.options import FreezeThawOptions, checked_instance
@@ -198,21 +199,25 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self._join(calling_tuner())
         self._workers_seen = max(self._workers_seen, self.num_running() + 1)
         while self._pending:
-            decision = self._pending.pop(0)
-            if decision.kind is DecisionKind.RESUME and self._obs.trials[decision.trial_id].status.resumable:
-                self._log.carried_out(decision)
-                return self._resume(self._obs.trials[decision.trial_id])
-            if decision.kind is DecisionKind.START and self._new_trials_allowed and self._sampler.is_free(decision.config):
-                self._log.carried_out(decision)
-                return self._start(decision.config)
-            self._log.dropped(decision)
+            waiting = self._pending.pop(0)
+            if waiting.kind is DecisionKind.RESUME and self._obs.trials[_resumed(waiting)].status.resumable:
+                self._log.carried_out(waiting)
+                return self._resume(self._obs.trials[_resumed(waiting)])
+            if (
+                waiting.kind is DecisionKind.START
+                and self._new_trials_allowed
+                and self._sampler.is_free(_started(waiting))
+            ):
+                self._log.carried_out(waiting)
+                return self._start(_started(waiting))
+            self._log.dropped(waiting)
         decision = self._decide(reporting=None, started=time.perf_counter())
         if decision is None:
             logger.info("No paused trial and no new configuration left: nothing to suggest")
             return None
         if decision.kind is DecisionKind.RESUME:
-            return self._resume(self._obs.trials[decision.trial_id])
-        return self._start(decision.config)
+            return self._resume(self._obs.trials[_resumed(decision)])
+        return self._start(_started(decision))
 
     def on_trial_add(self, trial: Trial):
         record = self._obs.trials.get(trial.trial_id)
@@ -386,6 +391,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         else:
             new_configs, new_keys, new_x = [], [], np.zeros((0, self._encoder.dim))
         point = self._next_point_to_evaluate()
+        decision: Decision | None
         if point is not None:
             decision = Decision.start(point, epoch=self._lifecycle.segment_end(None), reason="points_to_evaluate")
         else:
@@ -406,7 +412,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """The first of ``points_to_evaluate`` not started yet (and not already decided on)."""
         if not self._new_trials_allowed:
             return None
-        decided = {self._encoder.key(d.config) for d in self._pending if d.kind is DecisionKind.START}
+        decided = {self._encoder.key(_started(d)) for d in self._pending if d.kind is DecisionKind.START}
         return self._offers.next_point(decided)
 
     def _job_end(self, segment_end: int) -> int:
@@ -445,8 +451,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         """
         return self._log.dataframe()
 
-    def attach_decision_log(self, folder: str | None, start_timestamp: float | None = None, backend=None,
-                            n_workers: int | None = None) -> None:
+    def attach_decision_log(
+        self, folder: str | None, start_timestamp: float | None = None, backend=None, n_workers: int | None = None
+    ) -> None:
         """Writes the decision log into ``folder`` from now on (appending to its
         :data:`~syne_dyhpo.core.decision_log.LOG_FILENAME`), timed from ``start_timestamp``
         (``time.time()`` when the run started). Done automatically inside a Syne Tune ``Tuner``
@@ -455,8 +462,9 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :param backend: the backend running the trials (where their checkpoints are)
         :param n_workers: the number of trials run at once
         """
-        self._log.bind(folder, start_timestamp,
-                       run_info=decision_log.run_info(self, backend, start_timestamp, n_workers))
+        self._log.bind(
+            folder, start_timestamp, run_info=decision_log.run_info(self, backend, start_timestamp, n_workers)
+        )
 
     def _bind_log(self, tuner) -> None:
         if tuner is None:
@@ -558,3 +566,15 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         record.status = TrialStatus.FINISHED if record.last_epoch >= self.max_t else TrialStatus.COMPLETED
         self._sampler.mark_used(config)
         return record
+
+
+def _resumed(decision: Decision) -> int:
+    """The trial a RESUME decision resumes (:meth:`Decision.resume` sets it)."""
+    assert decision.trial_id is not None, decision
+    return decision.trial_id
+
+
+def _started(decision: Decision) -> dict[str, Any]:
+    """The configuration a START decision starts (:meth:`Decision.start` sets it)."""
+    assert decision.config is not None, decision
+    return decision.config

@@ -140,7 +140,10 @@ class TrialLifecycle:
         after this report is lost when it is killed (:meth:`lost_epochs`)."""
         if record.status is TrialStatus.PAUSED and record.segment_end < epoch <= self.max_t:
             self.lost_epochs(
-                record, epoch + 1, None, f"its job was paused at epoch {record.segment_end} and still reported epoch {epoch}"
+                record,
+                epoch + 1,
+                None,
+                f"its job was paused at epoch {record.segment_end} and still reported epoch {epoch}",
             )
         if self.observations.add_result(record.trial_id, epoch, value) and record.status in (
             TrialStatus.PAUSED,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from syne_tune.tuner_callback import TunerCallback
@@ -40,7 +41,7 @@ def calling_tuner(depth: int = 11) -> Tuner | None:
     tuner_cls = getattr(sys.modules.get("syne_tune.tuner"), "Tuner", None)
     if tuner_cls is None:  # syne_tune.tuner never imported: no Tuner runs
         return None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     for _ in range(depth):
         if frame is None:
             return None
@@ -80,5 +81,6 @@ class RetiredCheckpointRemoval(TunerCallback):
 
     def on_loop_end(self):
         for trial_id in self._scheduler.pop_checkpoints_to_delete():
+            assert self._backend is not None  # set by on_tuning_start
             self._backend.delete_checkpoint(trial_id)
             logger.info(f"Deleted checkpoint of retired trial_id {trial_id}")

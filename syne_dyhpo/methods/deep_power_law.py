@@ -4,8 +4,9 @@ expected improvement of the predicted score at the maximum budget."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -44,7 +45,7 @@ class MaxBudgetLogEI(LogExpectedImprovement):
         self.max_t = max_t
 
     @classmethod
-    def from_observations(cls, model: FittedModel, observations: Observations) -> "MaxBudgetLogEI":
+    def from_observations(cls, model: FittedModel, observations: Observations) -> MaxBudgetLogEI:
         return cls(model, observations.best_score(), observations.max_t)
 
     def budgets(self, candidates: Candidates) -> np.ndarray:
@@ -70,7 +71,7 @@ class DeepPowerLawFitSchedule(FitSchedule):
     refine_every: int = 1
 
     @classmethod
-    def paper(cls) -> "DeepPowerLawFitSchedule":
+    def paper(cls) -> DeepPowerLawFitSchedule:
         """The authors' code's schedule: the first 10 fits from scratch, then a warm-started
         refinement after every observation, and a fit from scratch after 1.2 x max_t
         observations in a row without a new best score."""
@@ -119,7 +120,7 @@ class DeepPowerLawSurrogate:
             f"{name}.normalisation_scores", self.normalisation_scores, NORMALISATION_SCORES))
 
     @classmethod
-    def paper(cls) -> "DeepPowerLawSurrogate":
+    def paper(cls) -> DeepPowerLawSurrogate:
         """The paper's ensemble and the authors' fit schedule (the paper does not normalise
         scores: ``normalisation_scores`` keeps its default, docs/deviations.md)."""
         return cls(model=PowerLawConfig.paper(), fit_schedule=DeepPowerLawFitSchedule.paper())

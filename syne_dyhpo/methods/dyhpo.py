@@ -5,8 +5,9 @@ improvement at the candidate's next budget."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class MultiFidelityLogEI(LogExpectedImprovement):
         self.best_per_budget = best_per_budget
 
     @classmethod
-    def from_observations(cls, model: FittedModel, observations: Observations) -> "MultiFidelityLogEI":
+    def from_observations(cls, model: FittedModel, observations: Observations) -> MultiFidelityLogEI:
         return cls(model, observations.best_score_per_budget())
 
     def budgets(self, candidates: Candidates) -> np.ndarray:
@@ -87,7 +88,7 @@ class DyHPOFitSchedule(FitSchedule):
     refine_every_fraction: float | None = 0.01
 
     @classmethod
-    def paper(cls) -> "DyHPOFitSchedule":
+    def paper(cls) -> DyHPOFitSchedule:
         """The authors' code's schedule: trained from scratch at the first fit, then refined
         (warm start) after every observation, and retrained from scratch after 1.2 x max_t
         observations in a row without a new best score."""
@@ -170,7 +171,7 @@ class DyHPOSurrogate:
         )
 
     @classmethod
-    def paper(cls) -> "DyHPOSurrogate":
+    def paper(cls) -> DyHPOSurrogate:
         """The paper's GP and the authors' fit schedule (the paper does not normalise scores:
         ``normalisation_scores`` keeps its default, docs/deviations.md)."""
         return cls(model=DeepKernelGPConfig.paper(), fit_schedule=DyHPOFitSchedule.paper())

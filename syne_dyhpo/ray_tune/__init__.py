@@ -73,7 +73,7 @@ __all__ = [
     "FreezeThawRayScheduler",
     "FreezeThawRaySearcher",
     "config_space_from_ray",
-    "ray_scheduler",
-    "ray_dyhpo",
     "ray_deep_power_law",
+    "ray_dyhpo",
+    "ray_scheduler",
 ]

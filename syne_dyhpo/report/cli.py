@@ -18,7 +18,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from syne_dyhpo.report.loading import ReportInputError, Run, load_run
-from syne_dyhpo.report.summary import Summary, TakeHome, TrialHistory, report_text, summarise, take_home, trial_histories
+from syne_dyhpo.report.summary import (
+    Summary,
+    TakeHome,
+    TrialHistory,
+    report_text,
+    summarise,
+    take_home,
+    trial_histories,
+)
 
 REPORT_EXTRA = "pip install 'syne-dyhpo[report]'"
 

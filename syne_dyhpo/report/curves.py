@@ -23,7 +23,8 @@ def plot_curves(run: Run, histories: dict[int, TrialHistory], home: TakeHome, pa
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(8, 5), dpi=90)
-    colours = plt.get_cmap("tab10").colors
+    tab10 = plt.get_cmap("tab10")
+    colours = [tab10(i) for i in range(tab10.N)]
     trained = [tid for tid in sorted(histories) if histories[tid].trained and tid != home.trial_id]
     dots: list[tuple[int, float]] = []
     for tid, h in histories.items():

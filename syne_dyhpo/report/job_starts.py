@@ -18,6 +18,7 @@ the results are not on the log's clock, or no job has both its decision and its 
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -84,9 +85,9 @@ def epoch_times(h) -> list[float]:
     """Seconds between consecutive results within the trial's segments."""
     bounds = [*h.segment_starts, len(h.times)]
     gaps = []
-    for start, end in zip(bounds, bounds[1:]):
+    for start, end in itertools.pairwise(bounds):
         times = h.times[start:end]
-        gaps += [b - a for a, b in zip(times, times[1:])]
+        gaps += [b - a for a, b in itertools.pairwise(times)]
     return gaps
 
 

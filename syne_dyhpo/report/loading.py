@@ -29,6 +29,7 @@ import os
 import re
 import time
 import zipfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,14 +160,18 @@ def resolve(path_or_name: str | os.PathLike) -> Path:
     given = str(path_or_name)
     candidate = Path(path_or_name).expanduser()
     if candidate.is_file():
-        raise ExperimentNotFoundError(f"{given!r} is a file; give the experiment folder (the folder holding {RESULTS_FILENAME}, "
-                               f"{LOG_FILENAME} or Ray Tune's trial folders)")
+        raise ExperimentNotFoundError(
+            f"{given!r} is a file; give the experiment folder (the folder holding {RESULTS_FILENAME}, "
+            f"{LOG_FILENAME} or Ray Tune's trial folders)"
+        )
     if _is_experiment(candidate):
         return candidate
     if candidate.is_dir():
         raise ExperimentNotFoundError(
-            f"{given!r} is a folder but no experiment folder: it holds none of {RESULTS_FILENAME}, {METADATA_FILENAME}, "
-            f"{LOG_FILENAME}, nor Ray Tune trial folders (with {RAY_RESULT_FILES[0]} or {RAY_RESULT_FILES[1]})")
+            f"{given!r} is a folder but no experiment folder: it holds none of {RESULTS_FILENAME}, "
+            f"{METADATA_FILENAME}, {LOG_FILENAME}, nor Ray Tune trial folders "
+            f"(with {RAY_RESULT_FILES[0]} or {RAY_RESULT_FILES[1]})"
+        )
     if candidate.is_absolute() or given.startswith(("~", ".")):
         raise ExperimentNotFoundError(f"{given!r}: no such folder")
     root = experiment_root()
@@ -235,18 +240,36 @@ def load_run(path_or_name: str | os.PathLike) -> Run:
         results = _read_results(path, metric, time_attr, warnings)
     n_workers = info.get("n_workers")
     return run_from_frames(
-        results, log, metric=metric, mode=mode, time_attr=time_attr,
-        max_t=max_t, path=path, checkpoint_template=info.get("checkpoint_template"),
+        results,
+        log,
+        metric=metric,
+        mode=mode,
+        time_attr=time_attr,
+        max_t=max_t,
+        path=path,
+        checkpoint_template=info.get("checkpoint_template"),
         backend=info.get("backend") or metadata.get("backend") or ("Ray Tune" if source == "ray_tune" else None),
         max_resource_attr=info.get("max_resource_attr"),
-        scheduler=info.get("scheduler") or metadata.get("scheduler_name"), info=info,
+        scheduler=info.get("scheduler") or metadata.get("scheduler_name"),
+        info=info,
         n_workers=int(n_workers) if isinstance(n_workers, int) and n_workers > 0 else None,
-        start_timestamp=start_timestamp, warnings=warnings, trial_checkpoints=trial_checkpoints, source=source,
+        start_timestamp=start_timestamp,
+        warnings=warnings,
+        trial_checkpoints=trial_checkpoints,
+        source=source,
     )
 
 
-def run_from_frames(results: pd.DataFrame, log: pd.DataFrame | None, metric: str, mode: str, time_attr: str,
-                    max_t: int, path: str | os.PathLike = ".", **kwargs: Any) -> Run:
+def run_from_frames(
+    results: pd.DataFrame,
+    log: pd.DataFrame | None,
+    metric: str,
+    mode: str,
+    time_attr: str,
+    max_t: int,
+    path: str | os.PathLike = ".",
+    **kwargs: Any,
+) -> Run:
     """A run from its results and decision log already read (what :func:`load_run` does after
     reading the folder): the log's repeated rows dropped (the last copy of each ``session``,
     ``decision`` stands), times put on one axis (column ``t``). The frames are copied.
@@ -270,8 +293,16 @@ def run_from_frames(results: pd.DataFrame, log: pd.DataFrame | None, metric: str
     results = results.copy()
     log = _distinct_decisions(log.copy()) if log is not None and len(log) else _empty_log()
     _one_time_axis(results, log)
-    return Run(path=Path(path), metric=metric, mode=mode, time_attr=time_attr, max_t=int(max_t), results=results,
-               log=log, **kwargs)
+    return Run(
+        path=Path(path),
+        metric=metric,
+        mode=mode,
+        time_attr=time_attr,
+        max_t=int(max_t),
+        results=results,
+        log=log,
+        **kwargs,
+    )
 
 
 def _read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
@@ -320,34 +351,49 @@ def _read_results(path: Path, metric: str, time_attr: str, warnings: list[str]) 
         try:
             df = pd.read_csv(file)
             break
-        except (zipfile.BadZipFile, pd.errors.EmptyDataError, pd.errors.ParserError, EOFError, OSError,
-                ValueError, UnicodeDecodeError) as err:  # being rewritten, or broken
+        except (
+            zipfile.BadZipFile,
+            pd.errors.EmptyDataError,
+            pd.errors.ParserError,
+            EOFError,
+            OSError,
+            ValueError,
+            UnicodeDecodeError,
+        ) as err:  # being rewritten, or broken
             error = err
     else:
-        warnings.append(f"{file}: unreadable after {READ_TRIES} tries ({type(error).__name__}: {error}); "
-                        "the report goes on without its results")
+        warnings.append(
+            f"{file}: unreadable after {READ_TRIES} tries ({type(error).__name__}: {error}); "
+            "the report goes on without its results"
+        )
         return empty
     if not len(df):
         return empty
-    df, skipped, first = valid_rows(df, integers=[c for c in ("trial_id", time_attr) if c in df],
-                                    numbers=[metric] if metric in df else [],
-                                    required_numbers=[c for c in ("st_tuner_time",) if c in df])
+    df, skipped, first = valid_rows(
+        df,
+        integers=[c for c in ("trial_id", time_attr) if c in df],
+        numbers=[metric] if metric in df else [],
+        required_numbers=[c for c in ("st_tuner_time",) if c in df],
+    )
     if skipped:
         warnings.append(_skipped(file, skipped, skipped + len(df), first, offset=2))
     return df
 
 
-def _skipped(file: str | os.PathLike, skipped: int, total: int, first: tuple[int, str, str] | None,
-             offset: int) -> str:
+def _skipped(file: str | os.PathLike, skipped: int, total: int, first: tuple[int, str, str] | None, offset: int) -> str:
     """The warning line of rows skipped (``first``: row, column and value of the first bad one;
     ``offset``: the line of the file of row 0)."""
     where = "" if first is None else f" (the first: line {first[0] + offset}, column {first[1]!r} = {first[2]!r})"
     return f"{file}: skipped {skipped} of {total} rows with a bad value{where}"
 
 
-def valid_rows(df: pd.DataFrame, integers: list[str] = (), numbers: list[str] = (),
-               required_numbers: list[str] = (), optional_numbers: list[str] = ()
-               ) -> tuple[pd.DataFrame, int, tuple[int, str, str] | None]:
+def valid_rows(
+    df: pd.DataFrame,
+    integers: Sequence[str] = (),
+    numbers: Sequence[str] = (),
+    required_numbers: Sequence[str] = (),
+    optional_numbers: Sequence[str] = (),
+) -> tuple[pd.DataFrame, int, tuple[int, str, str] | None]:
     """The rows of ``df`` whose values are what their columns need, those columns converted
     (the others left as they are).
 
@@ -363,8 +409,12 @@ def valid_rows(df: pd.DataFrame, integers: list[str] = (), numbers: list[str] = 
     good = np.ones(len(df), dtype=bool)
     first: tuple[int, str, str] | None = None
     out = df.copy()
-    for kind, columns in (("integer", integers), ("number", numbers), ("finite", required_numbers),
-                          ("optional", optional_numbers)):
+    for kind, columns in (
+        ("integer", integers),
+        ("number", numbers),
+        ("finite", required_numbers),
+        ("optional", optional_numbers),
+    ):
         for column in columns:
             raw = df[column]
             if pd.api.types.is_numeric_dtype(raw) and not pd.api.types.is_bool_dtype(raw):
@@ -439,14 +489,19 @@ def _read_log(path: Path, warnings: list[str]) -> pd.DataFrame:
         if column not in frame:
             frame[column] = ""
     log, skipped, first = valid_rows(
-        frame, integers=list(_LOG_INTEGERS), required_numbers=list(_LOG_TIMES),
-        optional_numbers=[c for c in COLUMNS if c not in _LOG_INTEGERS + _LOG_TIMES + _LOG_TEXT])
+        frame,
+        integers=list(_LOG_INTEGERS),
+        required_numbers=list(_LOG_TIMES),
+        optional_numbers=[c for c in COLUMNS if c not in _LOG_INTEGERS + _LOG_TIMES + _LOG_TEXT],
+    )
     if skipped or wrong:
         bad_value = None if first is None else (fits[first[0]][0], f"column {first[1]!r} = {first[2]!r}")
         bad_width = None if not wrong else (wrong[0], "a wrong number of fields")
         line, what = min(b for b in (bad_value, bad_width) if b is not None)
-        warnings.append(f"{path}: skipped {skipped + len(wrong)} of {len(numbered)} rows with a bad value or a wrong "
-                        f"number of fields (the first: line {line}, {what})")
+        warnings.append(
+            f"{path}: skipped {skipped + len(wrong)} of {len(numbered)} rows with a bad value or a wrong "
+            f"number of fields (the first: line {line}, {what})"
+        )
     for column in _LOG_TEXT:  # empty text is missing, as pandas reads it
         log[column] = log[column].where(log[column].str.strip() != "", np.nan)
     return log[list(COLUMNS)]

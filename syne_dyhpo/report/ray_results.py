@@ -54,8 +54,9 @@ def read_ray_results(path: Path, metric: str, time_attr: str, start_timestamp: f
             trials.append((folder, frame))
     if not trials:
         return pd.DataFrame(columns=["trial_id", "st_tuner_time"]), {}
-    numbers = [_trial_number(folder, frame) for folder, frame in trials]
-    if None in numbers or len(set(numbers)) < len(numbers):
+    named = [_trial_number(folder, frame) for folder, frame in trials]
+    numbers = [n for n in named if n is not None]
+    if len(numbers) < len(named) or len(set(numbers)) < len(numbers):
         warnings.append(f"{path}: trial folders without their trial number in the name: the trials are numbered by "
                         "their first result, which may differ from the decision log's trial ids")
         firsts = [float(frame["t_abs"].min()) for _, frame in trials]

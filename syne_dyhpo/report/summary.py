@@ -184,9 +184,9 @@ def take_home(run: Run, histories: dict[int, TrialHistory]) -> TakeHome:
     best_id, best_value = None, None
     for tid, h in histories.items():
         value = h.value_at(run.max_t)
-        if h.trained and value is not None and math.isfinite(value):
-            if best_value is None or better(value, best_value):
-                best_id, best_value = tid, value
+        if (h.trained and value is not None and math.isfinite(value)
+                and (best_value is None or better(value, best_value))):
+            best_id, best_value = tid, value
     best_any = None
     for tid, h in histories.items():
         for e, v in zip(h.epochs, h.values):
@@ -213,15 +213,18 @@ def report_text(run: Run, summary: Summary, home: TakeHome) -> list[str]:
     """The report's text, line by line."""
     lines = [
         f"Run {run.path}",
-        f"  {run.scheduler or 'scheduler ?'} on {run.backend or 'backend ?'}; {run.metric} ({run.mode}), max_t={run.max_t}",
+        f"  {run.scheduler or 'scheduler ?'} on {run.backend or 'backend ?'}; "
+        f"{run.metric} ({run.mode}), max_t={run.max_t}",
         *(f"Warning: {w}" for w in run.warnings),
         "",
     ]
     if home.trial_id is None:
         lines.append(f"Model to take home: none: no trial trained to max_t={run.max_t}")
     else:
-        lines.append(f"Model to take home: trial {home.trial_id}, {run.metric}={_fmt(home.value)} at "
-                     f"{run.time_attr} {run.max_t} (max_t)")
+        lines.append(
+            f"Model to take home: trial {home.trial_id}, {run.metric}={_fmt(home.value)} at "
+            f"{run.time_attr} {run.max_t} (max_t)"
+        )
         lines += [f"  {k}: {v}" for k, v in home.config.items()]
         if home.checkpoint is not None:
             where = {True: "", False: " (not there: deleted, or not written)", None: ""}[home.checkpoint_exists]
@@ -230,25 +233,33 @@ def report_text(run: Run, summary: Summary, home: TakeHome) -> list[str]:
             lines.append("  checkpoint: none (the backend keeps no checkpoints, or did not say where)")
     if home.best_any is not None and home.partial_is_better:
         tid, epoch, value = home.best_any
-        lines.append(f"Better value seen: trial {tid}, {run.metric}={_fmt(value)} at {run.time_attr} {epoch}, "
-                     f"but trial {tid} was not trained to max_t: its model at max_t is unknown")
+        lines.append(
+            f"Better value seen: trial {tid}, {run.metric}={_fmt(value)} at {run.time_attr} {epoch}, "
+            f"but trial {tid} was not trained to max_t: its model at max_t is unknown"
+        )
     s = summary
     lines += [
         "",
         f"Trials: {s.started} started, {s.resumed} resumed ({s.resumes} resumes), {s.trained} trained to max_t, "
         f"{s.diverged} diverged, {s.failed} failed",
         f"Epochs: {s.epochs}, of which first epochs {s.first_epochs} ({100 * s.first_epoch_share:.0f} %)"
-        if s.epochs else "Epochs: none reported yet",
+        if s.epochs
+        else "Epochs: none reported yet",
     ]
     per_model = s.epochs_per_trained_model
-    lines.append(f"Epochs per trained model: {per_model:.1f}" if per_model is not None
-                 else "Epochs per trained model: n/a (no trial trained to max_t)")
+    lines.append(
+        f"Epochs per trained model: {per_model:.1f}"
+        if per_model is not None
+        else "Epochs per trained model: n/a (no trial trained to max_t)"
+    )
     lines += job_lines(s)
     if s.scheduler_seconds is not None:
         lines.append(f"Scheduler: {s.scheduler_seconds:.1f} s over {s.decisions} decisions")
         if s.reasons:
-            lines.append("Decisions by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(
-                s.reasons.items(), key=lambda kv: -kv[1])))
+            lines.append(
+                "Decisions by reason: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(s.reasons.items(), key=lambda kv: -kv[1]))
+            )
     else:
         lines.append("Scheduler: no decision log in this folder")
     return lines
@@ -260,18 +271,24 @@ def job_lines(summary: Summary) -> list[str]:
     if jobs is None:
         return []
     per_job = f"; {summary.epochs / jobs.count:.1f} epochs per job start" if jobs.count and summary.epochs else ""
-    lines = [f"Job starts: {jobs.count} ({jobs.first_starts} first starts, {jobs.count - jobs.first_starts} "
-             f"resumes{per_job})"]
+    lines = [
+        f"Job starts: {jobs.count} ({jobs.first_starts} first starts, {jobs.count - jobs.first_starts} "
+        f"resumes{per_job})"
+    ]
     if jobs.seconds is not None:
         epoch = f"epoch {jobs.epoch_seconds:.3g} s (median)"
         measured = f"measured for {jobs.measured} of {jobs.count} job starts"
         if jobs.share is not None:
-            lines.append(f"Time of job starts: {100 * jobs.share:.1f} % of worker time: {jobs.seconds:.1f} s beyond the "
-                         f"epoch time, of {jobs.worker_seconds:.1f} s ({jobs.n_workers} workers x {jobs.run_seconds:.1f} s; "
-                         f"{measured}; {epoch})")
+            lines.append(
+                f"Time of job starts: {100 * jobs.share:.1f} % of worker time: {jobs.seconds:.1f} s beyond the "
+                f"epoch time, of {jobs.worker_seconds:.1f} s ({jobs.n_workers} workers x {jobs.run_seconds:.1f} s; "
+                f"{measured}; {epoch})"
+            )
         else:
-            lines.append(f"Time of job starts: {jobs.seconds:.1f} s beyond the epoch time ({measured}; {epoch}); "
-                         f"share of worker time unknown: {jobs.unknown}")
+            lines.append(
+                f"Time of job starts: {jobs.seconds:.1f} s beyond the epoch time ({measured}; {epoch}); "
+                f"share of worker time unknown: {jobs.unknown}"
+            )
     else:
         lines.append(f"Time of job starts: unknown: {jobs.unknown}")
     return lines
@@ -287,10 +304,18 @@ def summary_dict(summary: Summary) -> dict[str, Any]:
 
 def as_frame(histories: dict[int, TrialHistory]) -> pd.DataFrame:
     """One row per trial: epochs, resumes, trained / diverged / failed."""
-    return pd.DataFrame([
-        {"trial_id": h.trial_id, "epochs": len(h.epochs), "last_epoch": max(h.epochs, default=0),
-         "resumes": h.num_resumes,
-         "trained": h.trained, "diverged": h.diverged, "failed": h.failed,
-         "best": np.nanmax(h.values) if h.values and np.isfinite(h.values).any() else np.nan}
-        for h in histories.values()
-    ])
+    return pd.DataFrame(
+        [
+            {
+                "trial_id": h.trial_id,
+                "epochs": len(h.epochs),
+                "last_epoch": max(h.epochs, default=0),
+                "resumes": h.num_resumes,
+                "trained": h.trained,
+                "diverged": h.diverged,
+                "failed": h.failed,
+                "best": np.nanmax(h.values) if h.values and np.isfinite(h.values).any() else np.nan,
+            }
+            for h in histories.values()
+        ]
+    )

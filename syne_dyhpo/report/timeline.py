@@ -13,12 +13,16 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from syne_dyhpo.report.job_starts import segment_start_times
 from syne_dyhpo.report.loading import Run
 from syne_dyhpo.report.summary import TakeHome, TrialHistory
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 #: most trials drawn in rows of their own
 MAX_ROWS = 60
@@ -91,7 +95,7 @@ def segment_bars(run: Run, h: TrialHistory) -> list[tuple[float, float, str]]:
     durations = [b - a for a, b in zip(h.times, h.times[1:]) if b > a]
     typical = float(np.median(durations)) if durations else 1.0
     starts = segment_start_times(run, h)
-    bars = []
+    bars: list[tuple[float, float, str]] = []
     for i, (t, reason) in enumerate(zip(h.times, reasons)):
         if i in h.segment_starts:
             begin = starts.get(i)
@@ -170,7 +174,9 @@ def plot_timeline(run: Run, histories: dict[int, TrialHistory], home: TakeHome, 
     ax.set_ylim(len(rows) - 0.5, -0.5)
     ax.set_xlabel("time (s, the Tuner's clock)")
     ax.grid(axis="x", alpha=0.3)
-    handles = [Patch(color=REASON_COLOURS[r], label=r.replace("_", " ")) for r in REASON_COLOURS if r in used]
+    handles: list[Artist] = [
+        Patch(color=REASON_COLOURS[r], label=r.replace("_", " ")) for r in REASON_COLOURS if r in used
+    ]
     from matplotlib.lines import Line2D
 
     handles += [
@@ -180,8 +186,10 @@ def plot_timeline(run: Run, histories: dict[int, TrialHistory], home: TakeHome, 
         Patch(color="#ffe680", label="model to take home"),
     ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    ax.set_title(f"{run.scheduler or 'scheduler'}: why each epoch was trained ({len(histories)} trials, max_t={run.max_t})",
-                 fontsize=10)
+    ax.set_title(
+        f"{run.scheduler or 'scheduler'}: why each epoch was trained ({len(histories)} trials, max_t={run.max_t})",
+        fontsize=10,
+    )
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

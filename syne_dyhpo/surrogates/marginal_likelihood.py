@@ -28,12 +28,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from linear_operator.utils.errors import NanError, NotPSDError
 from torch import nn
 
 from syne_dyhpo.surrogates import private_ops
+
+#: the deep kernel GP's model (``deep_kernel_gp._GPModel``, a gpytorch ``ExactGP``: gpytorch has
+#: no type information, so its attributes are untyped)
+GPModel = Any
 
 
 def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: int = 4) -> torch.Tensor:
@@ -49,7 +54,9 @@ def _training_cholesky(matrix: torch.Tensor, jitter: float = 1e-6, max_tries: in
         chol, info = torch.linalg.cholesky_ex(matrix + jitter * 10**i * eye)
         if not torch.any(info):
             return chol
-    raise NotPSDError(f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}")
+    raise NotPSDError(
+        f"kernel matrix not positive definite after adding jitter up to {jitter * 10 ** (max_tries - 1):.1e}"
+    )
 
 
 #: Kernel entries ``exp(-d^2 / 2)`` below ``exp(-700)`` (1e-304: points more than ~37
@@ -83,11 +90,17 @@ def rbf(z1: torch.Tensor, z2: torch.Tensor, lengthscale: torch.Tensor, outputsca
     return outputscale * _rbf_terms(z1, z2, lengthscale)[3]
 
 
-def negative_mll(model: nn.Module, inputs: torch.Tensor, targets: torch.Tensor, prepared=None) -> torch.Tensor:
+def negative_mll(
+    model: GPModel,
+    inputs: torch.Tensor | None,
+    targets: torch.Tensor,
+    prepared: tuple[torch.Tensor, torch.Tensor] | None = None,
+) -> torch.Tensor:
     """``-ExactMarginalLogLikelihood(likelihood, model)(model(inputs), targets)`` of gpytorch
     (the log density of the targets under the prior with the noise added, divided by the
     number of rows), computed from the Cholesky factor of the kernel matrix.
 
+    :param inputs: the training inputs (unused if ``prepared`` is given)
     :param prepared: ``model.extractor.prepare(inputs)`` if already computed
     """
     extractor = model.extractor
@@ -134,11 +147,18 @@ class _ExtractorPass:
     z: torch.Tensor  # features, float64
 
 
+def _extractor_layers(extractor: Any) -> tuple[nn.Linear, nn.BatchNorm1d, nn.Conv1d, nn.Linear]:
+    """The layers of ``deep_kernel_gp.FeatureExtractor`` in the order of its forward pass: the
+    configuration layer's linear map and BatchNorm, the curve convolution, the output layer."""
+    return extractor.config_layer[0], extractor.config_layer[1], extractor.curve_conv, extractor.output_layer[0]
+
+
 def _extractor_forward(extractor: nn.Module, config_budget: torch.Tensor, windows: torch.Tensor) -> _ExtractorPass:
     """``FeatureExtractor.embed`` in training mode (BatchNorm on batch statistics, its running
     statistics updated)."""
-    linear1, batch_norm = extractor.config_layer[0], extractor.config_layer[1]
-    conv, linear2 = extractor.curve_conv, extractor.output_layer[0]
+    linear1, batch_norm, conv, linear2 = _extractor_layers(extractor)
+    # built with their defaults: BatchNorm counts its batches, the convolution has a bias
+    assert batch_norm.num_batches_tracked is not None and conv.bias is not None
     hidden = torch.addmm(linear1.bias, config_budget, linear1.weight.T)
     batch_norm.num_batches_tracked.add_(1)
     normed, save_mean, save_invstd = private_ops.native_batch_norm(hidden, batch_norm)
@@ -150,7 +170,9 @@ def _extractor_forward(extractor: nn.Module, config_budget: torch.Tensor, window
     return _ExtractorPass(hidden, normed, save_mean, save_invstd, argmax, joined, out, z)
 
 
-def _gp_loss_and_gradients(model: nn.Module, z: torch.Tensor, targets: torch.Tensor) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
+def _gp_loss_and_gradients(
+    model: GPModel, z: torch.Tensor, targets: torch.Tensor
+) -> tuple[torch.Tensor, dict[str, torch.Tensor], torch.Tensor]:
     """The negative marginal likelihood of the targets given features ``z``, its gradient
     with respect to the GP's hyperparameters (by raw parameter name) and to ``z``
     (Rasmussen & Williams, Eq. 5.9)."""
@@ -192,11 +214,16 @@ def _gp_loss_and_gradients(model: nn.Module, z: torch.Tensor, targets: torch.Ten
     return loss, grads, grad_scaled / lengthscale
 
 
-def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, windows: torch.Tensor, forward: _ExtractorPass,
-                         grad_z: torch.Tensor) -> dict[str, torch.Tensor]:
+def _extractor_gradients(
+    extractor: nn.Module,
+    config_budget: torch.Tensor,
+    windows: torch.Tensor,
+    forward: _ExtractorPass,
+    grad_z: torch.Tensor,
+) -> dict[str, torch.Tensor]:
     """The gradient with respect to the feature extractor's parameters (by name, prefixed
     ``extractor.``) given the gradient with respect to its output features."""
-    batch_norm, linear2 = extractor.config_layer[1], extractor.output_layer[0]
+    _, batch_norm, conv, linear2 = _extractor_layers(extractor)
     grad_out = _leaky_backward(grad_z.float(), forward.out)
     grad_joined = grad_out @ linear2.weight
     hidden_width = forward.normed.shape[1]
@@ -214,14 +241,18 @@ def _extractor_gradients(extractor: nn.Module, config_budget: torch.Tensor, wind
         "extractor.config_layer.0.bias": grad_hidden.sum(0),
         "extractor.config_layer.1.weight": grad_bn_weight,
         "extractor.config_layer.1.bias": grad_bn_bias,
-        "extractor.curve_conv.weight": torch.einsum("nc,ncw->cw", grad_curve, at_max).reshape(extractor.curve_conv.weight.shape),
+        "extractor.curve_conv.weight": torch.einsum("nc,ncw->cw", grad_curve, at_max).reshape(
+            conv.weight.shape
+        ),
         "extractor.curve_conv.bias": grad_curve.sum(0),
         "extractor.output_layer.0.weight": grad_out.T @ forward.joined,
         "extractor.output_layer.0.bias": grad_out.sum(0),
     }
 
 
-def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
+def negative_mll_and_gradients(
+    model: GPModel, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[float, dict[str, torch.Tensor]]:
     """``negative_mll(model, inputs, targets, prepared)`` and its gradient with respect to
     each of ``model.named_parameters()``, without autograd; as the module's forward in
     training mode does, it updates BatchNorm's running statistics.
@@ -243,8 +274,9 @@ def negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor, prepared
     return float(loss), grads
 
 
-def autograd_negative_mll_and_gradients(model: nn.Module, targets: torch.Tensor,
-                                        prepared: tuple[torch.Tensor, torch.Tensor]) -> tuple[float, dict[str, torch.Tensor]]:
+def autograd_negative_mll_and_gradients(
+    model: GPModel, targets: torch.Tensor, prepared: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[float, dict[str, torch.Tensor]]:
     """:func:`negative_mll_and_gradients` by autograd through :func:`negative_mll` (public
     torch only)."""
     names, params = zip(*model.named_parameters())

@@ -21,7 +21,9 @@ class Adam:
     :param lr: learning rate
     """
 
-    def __init__(self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self, params: list[torch.Tensor], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+    ):
         self.params = list(params)
         self.lr, self.betas, self.eps = lr, betas, eps
         self.groups: dict[torch.dtype, list[int]] = {}  # the kernel takes one dtype per call
@@ -58,10 +60,14 @@ class Adam:
         optimizer = torch.optim.Adam(self.params, lr=self.lr, betas=self.betas, eps=self.eps, foreach=False)
         held = [p.grad for p in self.params]
         for p, grad, exp_avg, exp_avg_sq in zip(self.params, grads, self.exp_avg, self.exp_avg_sq):
-            optimizer.state[p] = {"step": torch.tensor(float(self.steps - 1)), "exp_avg": exp_avg, "exp_avg_sq": exp_avg_sq}
+            optimizer.state[p] = {
+                "step": torch.tensor(float(self.steps - 1)),
+                "exp_avg": exp_avg,
+                "exp_avg_sq": exp_avg_sq,
+            }
             p.grad = grad
         try:
             optimizer.step()
         finally:
-            for p, grad in zip(self.params, held):
-                p.grad = grad
+            for p, held_grad in zip(self.params, held):
+                p.grad = held_grad

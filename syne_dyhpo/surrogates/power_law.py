@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 import torch
@@ -100,7 +101,7 @@ class PowerLawConfig:
         object.__setattr__(self, "batch_norm", checked_flag("batch_norm", self.batch_norm))
 
     @classmethod
-    def paper(cls) -> "PowerLawConfig":
+    def paper(cls) -> PowerLawConfig:
         """The paper's settings: BatchNorm in the hidden layers, and 250 epochs from scratch
         and 20 per refinement, whatever their number of steps."""
         return cls(max_refine_steps=None, max_fit_steps=None, refine_steps_shrink_after=None, batch_norm=True)
@@ -146,11 +147,25 @@ class PowerLawNets(nn.Module):
         super().__init__()
         m = cfg.num_members
         self.layers = nn.ModuleList(
-            [_BatchedLinear(m, dim, cfg.hidden), _BatchedLinear(m, cfg.hidden, cfg.hidden), _BatchedLinear(m, cfg.hidden, 3)]
+            [
+                _BatchedLinear(m, dim, cfg.hidden),
+                _BatchedLinear(m, cfg.hidden, cfg.hidden),
+                _BatchedLinear(m, cfg.hidden, 3),
+            ]
         )
         self.norms = nn.ModuleList([nn.BatchNorm1d(m * cfg.hidden) for _ in range(2)]) if cfg.batch_norm else None
         self.out_scale = 1.0
         self.out_shift = 0.0
+
+    def linear_layers(self) -> list[_BatchedLinear]:
+        """The two hidden layers' and the output layer's linear maps."""
+        return [cast(_BatchedLinear, layer) for layer in self.layers]
+
+    def batch_norms(self) -> list[nn.BatchNorm1d | None]:
+        """The two hidden layers' BatchNorms (None: without BatchNorm)."""
+        if self.norms is None:
+            return [None, None]
+        return [cast(nn.BatchNorm1d, norm) for norm in self.norms]
 
     def _hidden(self, i: int, pre_activation: torch.Tensor) -> torch.Tensor:
         """Hidden layer ``i``'s LeakyReLU of its pre-activation (members, rows, units), after
@@ -204,12 +219,13 @@ class _NormPass:
     the running statistics, as the module's forward in training does), and its backward; the
     identity when the nets have no BatchNorm."""
 
-    def __init__(self, norm: nn.Module | None, pre_activation: torch.Tensor):
+    def __init__(self, norm: nn.BatchNorm1d | None, pre_activation: torch.Tensor):
         self.norm, self.shape = norm, pre_activation.shape
         if norm is None:
             self.out = pre_activation
             return
         self.flat_in = _as_channels(pre_activation)
+        assert norm.num_batches_tracked is not None  # BatchNorm1d's default: it counts its batches
         norm.num_batches_tracked.add_(1)
         flat_out, self.save_mean, self.save_invstd = private_ops.native_batch_norm(self.flat_in, norm)
         self.out = _from_channels(flat_out, self.shape)
@@ -243,8 +259,8 @@ def loss_and_gradients(
         nets.norms is not None and not private_ops.works(private_ops.BATCH_NORM)
     ):
         return autograd_loss_and_gradients(nets, x, b, target, loss)
-    (w1, b1), (w2, b2), (w3, b3) = [(layer.weight, layer.bias) for layer in nets.layers]
-    norms = [None, None] if nets.norms is None else list(nets.norms)
+    (w1, b1), (w2, b2), (w3, b3) = [(layer.weight, layer.bias) for layer in nets.linear_layers()]
+    norms = nets.batch_norms()
     with torch.no_grad():
         a1 = torch.baddbmm(b1, x, w1)
         n1 = _NormPass(norms[0], a1)
@@ -300,7 +316,9 @@ def autograd_loss_and_gradients(
     return value.detach(), list(grads)
 
 
-def train_step(nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str) -> float:
+def train_step(
+    nets: PowerLawNets, adam: Adam, x: torch.Tensor, b: torch.Tensor, target: torch.Tensor, loss: str
+) -> float:
     """One minibatch step: the loss gradient (:func:`loss_and_gradients`) and an Adam step."""
     value, grads = loss_and_gradients(nets, x, b, target, loss)
     adam.step(grads)
@@ -326,11 +344,11 @@ class PowerLawEnsemble(Surrogate):
         cfg = self.config
         self._max_t = data.max_t
         x = torch.from_numpy(np.asarray(data.x, dtype=np.float32))
-        b = torch.from_numpy((np.asarray(data.budget, dtype=np.float32) / data.max_t))
+        b = torch.from_numpy(np.asarray(data.budget, dtype=np.float32) / data.max_t)
         loss_target = torch.from_numpy(-np.asarray(data.y, dtype=np.float32))
         n = len(loss_target)
         generator = torch.Generator().manual_seed(seed)
-        if from_scratch or self._nets is None or self._nets.layers[0].weight.shape[1] != x.shape[1]:
+        if from_scratch or self._nets is None or self._nets.linear_layers()[0].weight.shape[1] != x.shape[1]:
             with torch.random.fork_rng():
                 torch.manual_seed(seed)
                 self._nets = PowerLawNets(x.shape[1], cfg)
@@ -338,6 +356,8 @@ class PowerLawEnsemble(Surrogate):
             epochs, steps_left = cfg.fit_epochs, cfg.max_fit_steps
         else:
             epochs, steps_left = cfg.refine_epochs, refine_step_cap(cfg, n)
+        nets, adam = self._nets, self._adam
+        assert nets is not None and adam is not None  # made together by a fit from scratch
         m = cfg.num_members
         for _ in range(epochs):
             # each member sees its own shuffling of the data
@@ -350,7 +370,7 @@ class PowerLawEnsemble(Surrogate):
                 idx = order[:, start : start + cfg.batch_size]
                 if cfg.batch_norm and idx.shape[1] < 2:
                     continue  # one row has no batch statistics
-                train_step(self._nets, self._adam, x[idx], b[idx], loss_target[idx], cfg.loss)
+                train_step(nets, adam, x[idx], b[idx], loss_target[idx], cfg.loss)
 
     def rescale(self, old: ScoreTransform, new: ScoreTransform) -> None:
         """Carries the trained members over to a new outcome transform, predictions unchanged
@@ -366,14 +386,24 @@ class PowerLawEnsemble(Surrogate):
     def condition(self, data: TrainingData) -> None:
         """The ensemble has no data-conditioned posterior: new data enters at the next fit."""
 
-    def predict(self, candidates: Candidates, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def predict(
+        self,
+        candidates: Candidates,
+        budget: np.ndarray,
+        pending: Candidates | None = None,
+        pending_budget: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and standard deviation over the members (``pending`` is not used: the
+        ensemble declares no ``pending`` capability)."""
+        nets = self._nets
+        assert nets is not None, "predict follows a fit"
         m = self.config.num_members
         x = torch.from_numpy(np.asarray(candidates.x, dtype=np.float32)).expand(m, -1, -1)
         b = torch.from_numpy(np.asarray(budget, dtype=np.float32) / self._max_t).expand(m, -1)
-        self._nets.eval()  # BatchNorm's running statistics, if any
+        nets.eval()  # BatchNorm's running statistics, if any
         try:
             with torch.inference_mode():
-                scores = -self._nets(x, b).double().numpy()  # (members, m) predicted scores
+                scores = -nets(x, b).double().numpy()  # (members, m) predicted scores
         finally:
-            self._nets.train()
+            nets.train()
         return scores.mean(axis=0), scores.std(axis=0)

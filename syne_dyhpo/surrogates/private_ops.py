@@ -44,7 +44,7 @@ def works(op: str) -> bool:
     if verdict is None:
         try:
             problem = _PROBES[op]()
-        except Exception as ex:  # missing (AttributeError, RuntimeError) or a changed signature
+        except Exception as ex:  # noqa: BLE001 - missing (AttributeError, RuntimeError) or a changed signature
             problem = f"fails ({type(ex).__name__}: {ex})"
         verdict = _verdicts[op] = problem is None
         if problem is not None:
@@ -142,6 +142,10 @@ def _probe_batch_norm() -> str | None:
         out, save_mean, save_invstd = native_batch_norm(x, norm)
         grad_out = _fixed(5, 3, offset=3.0)
         grad_in, grad_weight, grad_bias = native_batch_norm_backward(grad_out, x, norm, save_mean, save_invstd)
+    # BatchNorm1d's defaults: running statistics tracked with momentum 0.1
+    assert reference.momentum is not None
+    assert norm.running_mean is not None and norm.running_var is not None
+    assert reference.running_mean is not None and reference.running_var is not None
     x_ref = x.clone().requires_grad_()
     with torch.enable_grad():
         out_ref = nn.functional.batch_norm(

@@ -29,6 +29,7 @@ What is moto and what is ours:
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -39,9 +40,10 @@ import sys
 import tarfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import boto3
 from botocore.stub import Stubber
@@ -251,10 +253,8 @@ class FakeSageMaker:
         one thread per job (the runner's pump, or the test), so the record needs no lock."""
         record = self.jobs[name]
         if record.stream is None:
-            try:
+            with contextlib.suppress(self.logs.exceptions.ResourceAlreadyExistsException):
                 self.logs.create_log_group(logGroupName=LOG_GROUP)
-            except self.logs.exceptions.ResourceAlreadyExistsException:
-                pass
             record.stream = f"{name}/algo-1-{int(time.time())}"
             self.logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=record.stream)
         events = []

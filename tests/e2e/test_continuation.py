@@ -15,6 +15,7 @@ lose what they reported nor collide with the trials that get their ids.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -97,25 +98,44 @@ def epochs_per_trial(df: pd.DataFrame) -> dict[int, list[int]]:
     [("DyHPO", 3, None), ("DeepPowerLaw", 2, "max_epoch")],
     ids=["DyHPO-3-workers", "DPL-2-workers-max_resource_attr"],
 )
-def test_simulator_tuner_load_resumes_trials_in_flight_at_save(tmp_path, monkeypatch, method, n_workers, max_resource_attr):
+def test_simulator_tuner_load_resumes_trials_in_flight_at_save(
+    tmp_path, monkeypatch, method, n_workers, max_resource_attr
+):
     monkeypatch.setenv("SYNETUNE_FOLDER", str(tmp_path / "syne-tune"))
     logging.getLogger("syne_tune").setLevel(logging.ERROR)
     bb = tiny_blackbox()
     kwargs = {} if max_resource_attr is None else {"max_resource_attr": max_resource_attr}
     cls = {"DyHPO": DyHPO, "DeepPowerLaw": DeepPowerLaw}[method]
-    scheduler = cls(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch",
-                    max_t=SIM_MAX_T, options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
-                    random_seed=3, **kwargs)
-    backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0,
-                                  **kwargs)
-    tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=StopAfterEpochs(scheduler, 15, True),
-                  n_workers=n_workers, sleep_time=0, callbacks=[SimulatorCallback()], save_tuner=True,
-                  tuner_name=f"continue-{method.lower()}", print_update_interval=1e9)
+    scheduler = cls(
+        bb.configuration_space,
+        metric="valid_error",
+        do_minimize=True,
+        time_attr="epoch",
+        max_t=SIM_MAX_T,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+        random_seed=3,
+        **kwargs,
+    )
+    backend = UserBlackboxBackend(
+        blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0, **kwargs
+    )
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=StopAfterEpochs(scheduler, 15, True),
+        n_workers=n_workers,
+        sleep_time=0,
+        callbacks=[SimulatorCallback()],
+        save_tuner=True,
+        tuner_name=f"continue-{method.lower()}",
+        print_update_interval=1e9,
+    )
     tuner.run()  # its finally block saves the tuner (with the trials in flight), then stops them
 
     # what the saved tuner holds: the scheduler is not told about Tuner.run's final stop_all
-    in_flight = {tid: r.last_epoch for tid, r in scheduler.observations.trials.items()
-                 if r.status is TrialStatus.RUNNING}
+    in_flight = {
+        tid: r.last_epoch for tid, r in scheduler.observations.trials.items() if r.status is TrialStatus.RUNNING
+    }
     assert any(e >= 1 for e in in_flight.values()), f"precondition: no curve in flight at save: {in_flight}"
     num_rows_run1 = len(tuner.callbacks[0].dataframe())
 
@@ -148,8 +168,11 @@ def test_simulator_tuner_load_resumes_trials_in_flight_at_save(tmp_path, monkeyp
     assert len(df) == obs.num_observations == NUM_CONFIGS * SIM_MAX_T
     for tid, record in obs.trials.items():
         assert record.last_epoch == SIM_MAX_T and not np.isnan(record.scores).any(), tid
-    print(f"[{method}] in flight at save (trial: last epoch): {in_flight}; run 2 resumed them at "
-          f"{ {t: run2[t][0] for t in in_flight} }", file=sys.__stdout__)
+    print(
+        f"[{method}] in flight at save (trial: last epoch): {in_flight}; run 2 resumed them at "
+        f"{ {t: run2[t][0] for t in in_flight} }",
+        file=sys.__stdout__,
+    )
 
 
 def test_unpickled_without_a_tuner_keeps_interrupted_trials_and_their_data(caplog):
@@ -161,9 +184,13 @@ def test_unpickled_without_a_tuner_keeps_interrupted_trials_and_their_data(caplo
     from conftest import make_trial
     from syne_tune.config_space import uniform
 
-    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=4,
-                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=4), budget_step=2),
-                      random_seed=0)
+    scheduler = DyHPO(
+        {"x": uniform(0, 1)},
+        metric="loss",
+        max_t=4,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=4), budget_step=2),
+        random_seed=0,
+    )
     suggestion = scheduler.suggest()
     trial = make_trial(0, suggestion.config)
     scheduler.on_trial_add(trial)
@@ -256,19 +283,28 @@ class KilledRun:
         self.folder = tmp_path / "syne-tune"
         self.folder.mkdir()
         self.tuner_path = self.folder / job.TUNER_NAME
-        env = {**os.environ, "SYNETUNE_FOLDER": str(self.folder),
-               "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO), os.environ.get("PYTHONPATH", "")])}
+        env = {
+            **os.environ,
+            "SYNETUNE_FOLDER": str(self.folder),
+            "PYTHONPATH": os.pathsep.join([str(TESTS), str(REPO), os.environ.get("PYTHONPATH", "")]),
+        }
         self.log = tmp_path / "job.log"
         with open(self.log, "w") as log:
             # its own session, hence process group: the LocalBackend's training jobs join it
             self.proc = subprocess.Popen(
                 [sys.executable, "-c", f"import continuation_job; continuation_job.main({scenario!r})"],
-                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self.t0 = time.monotonic()
 
     def wait_for_kill_point(self, timeout: float) -> None:
-        wait_for(lambda: (self.folder / "ready.json").exists() or self.proc.poll() is not None, timeout,
-                 "the kill point")
+        wait_for(
+            lambda: (self.folder / "ready.json").exists() or self.proc.poll() is not None, timeout, "the kill point"
+        )
         assert self.proc.poll() is None, self.log.read_text()[-3000:]
 
     def kill(self, whole_group: bool) -> None:
@@ -288,10 +324,8 @@ class KilledRun:
 
     def cleanup(self) -> None:
         """Kills whatever is left of the job's process group (nothing, if the test passed)."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         if self.proc.poll() is None:
             self.proc.wait()
 
@@ -335,11 +369,15 @@ class KilledRun:
             # running when the continued run stopped may have reported once more before it was
             # killed)
             unseen = len(printed) - obs.trials[tid].last_epoch
-            assert unseen == 0 or (unseen == 1 and tid in running_at_end.trial_ids), (tid, obs.trials[tid].scores, printed)
+            assert unseen == 0 or (unseen == 1 and tid in running_at_end.trial_ids), (
+                tid,
+                obs.trials[tid].scores,
+                printed,
+            )
             assert not np.isnan(obs.trials[tid].scores).any(), (tid, obs.trials[tid].scores)
             # jobs checkpoint before they report: the checkpoint is at the last reported epoch
             assert ckpt_at_kill == len(printed_before), (tid, ckpt_at_kill, printed_before)
-            after = printed[len(printed_before):]
+            after = printed[len(printed_before) :]
             if after:  # resumed from its checkpoint, at the epoch after its last report
                 resumed[tid] = after[0]
                 assert after[0] == ckpt_at_kill + 1, (tid, ckpt_at_kill, after)
@@ -355,8 +393,11 @@ class KilledRun:
 
 def unfinished_at_kill(run: KilledRun) -> dict[int, int]:
     """Trials paused or in flight at the save, not at max_t when killed: epochs they reported."""
-    return {t: len(run.printed[t]) for t, (status, _) in run.saved.items()
-            if status in ("running", "paused") and len(run.printed[t]) < run.scenario.max_t}
+    return {
+        t: len(run.printed[t])
+        for t, (status, _) in run.saved.items()
+        if status in ("running", "paused") and len(run.printed[t]) < run.scenario.max_t
+    }
 
 
 @pytest.mark.timeout(300)
@@ -383,7 +424,9 @@ def test_localbackend_sigkilled_run_continues_with_tuner_load(tmp_path, monkeypa
     restored = loaded.scheduler
     restored.allow_new_trials(False)
     targets = unfinished_at_kill(run)
-    loaded.stop_criterion = lambda status: all(restored.observations.trials[t].last_epoch > e for t, e in targets.items())
+    loaded.stop_criterion = lambda status: all(
+        restored.observations.trials[t].last_epoch > e for t, e in targets.items()
+    )
     running_at_end = RunningJobs()
     loaded.callbacks.append(running_at_end)
     t1 = time.monotonic()
@@ -396,9 +439,12 @@ def test_localbackend_sigkilled_run_continues_with_tuner_load(tmp_path, monkeypa
     # every trial paused or in flight at the kill (and unfinished) was resumed from its checkpoint
     assert set(targets) <= set(resumed), (targets, resumed)
     assert run.in_flight_at_save & set(resumed) and run.paused_at_save & set(resumed), (run.saved, resumed)
-    print(f"[sigkill mlp] killed after {run.seconds:.0f} s, continued for {t_continue:.0f} s; saved: {run.saved}; "
-          f"reported after the save, never observed: {run.reported_never_observed()}; resumed at: {resumed}; "
-          f"observed before the kill: {len(run.observed)}", file=sys.__stdout__)
+    print(
+        f"[sigkill mlp] killed after {run.seconds:.0f} s, continued for {t_continue:.0f} s; saved: {run.saved}; "
+        f"reported after the save, never observed: {run.reported_never_observed()}; resumed at: {resumed}; "
+        f"observed before the kill: {len(run.observed)}",
+        file=sys.__stdout__,
+    )
 
 
 class StopNewTrialsAfter(TunerCallback):
@@ -440,8 +486,10 @@ def test_tuner_process_sigkilled_alone_orphans_and_unsaved_trials(tmp_path, monk
         running_at_end = RunningJobs()
         loaded.callbacks += [new_trials, running_at_end]
         targets = unfinished_at_kill(run)
-        loaded.stop_criterion = lambda status: len(new_trials.started) >= new_trials.num and all(
-            restored.observations.trials[t].last_epoch > e for t, e in targets.items())
+        loaded.stop_criterion = lambda status: (
+            len(new_trials.started) >= new_trials.num
+            and all(restored.observations.trials[t].last_epoch > e for t, e in targets.items())
+        )
         loaded.run()
 
         # the orphans were killed before anything was resumed; the unrelated process lives
@@ -469,12 +517,17 @@ def test_tuner_process_sigkilled_alone_orphans_and_unsaved_trials(tmp_path, monk
         assert len(list(run.tuner_path.glob(f"{tid}.unsaved-*"))) == 1
         assert tid in new_trials.started
         printed = printed_epochs(run.tuner_path / str(tid))
-        assert printed == list(range(1, len(printed) + 1)) and obs.trials[tid].config["x"] != run.unsaved_configs[tid]["x"]
+        assert (
+            printed == list(range(1, len(printed) + 1)) and obs.trials[tid].config["x"] != run.unsaved_configs[tid]["x"]
+        )
         unseen = len(printed) - obs.trials[tid].last_epoch
         assert unseen == 0 or (unseen == 1 and tid in running_at_end.trial_ids), (tid, printed)
-    print(f"[sigkill fast] killed after {run.seconds:.0f} s; saved: {run.saved}; unsaved: {run.unsaved}; "
-          f"orphans: {len(orphans)}; reported after the save, never observed: {run.reported_never_observed()}; "
-          f"resumed at: {resumed}; archived: {[(t, r.last_epoch) for t, r in archived.items()]}", file=sys.__stdout__)
+    print(
+        f"[sigkill fast] killed after {run.seconds:.0f} s; saved: {run.saved}; unsaved: {run.unsaved}; "
+        f"orphans: {len(orphans)}; reported after the save, never observed: {run.reported_never_observed()}; "
+        f"resumed at: {resumed}; archived: {[(t, r.last_epoch) for t, r in archived.items()]}",
+        file=sys.__stdout__,
+    )
 
 
 def test_simulator_tuner_load_with_a_new_scheduler_continues_the_decision_log(tmp_path, monkeypatch):
@@ -495,9 +548,17 @@ def test_simulator_tuner_load_with_a_new_scheduler_continues_the_decision_log(tm
 
     first = new_dyhpo(3)
     backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0)
-    tuner = Tuner(trial_backend=backend, scheduler=first, stop_criterion=StopAfterEpochs(first, 12),
-                  n_workers=2, sleep_time=0, callbacks=[SimulatorCallback()], save_tuner=True,
-                  tuner_name="continue-new-scheduler", print_update_interval=1e9)
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=first,
+        stop_criterion=StopAfterEpochs(first, 12),
+        n_workers=2,
+        sleep_time=0,
+        callbacks=[SimulatorCallback()],
+        save_tuner=True,
+        tuner_name="continue-new-scheduler",
+        print_update_interval=1e9,
+    )
     tuner.run()
     log_file = tuner.tuner_path / LOG_FILENAME
     run1 = pd.read_csv(log_file)
@@ -511,12 +572,13 @@ def test_simulator_tuner_load_with_a_new_scheduler_continues_the_decision_log(tm
     loaded.run()
 
     on_disk = pd.read_csv(log_file)
-    assert not on_disk.duplicated(["session", "decision"]).any(), \
-        on_disk[on_disk.duplicated(["session", "decision"], keep=False)]
+    assert not on_disk.duplicated(["session", "decision"]).any(), on_disk[
+        on_disk.duplicated(["session", "decision"], keep=False)
+    ]
     # nothing of the first run lost or changed: its rows come first, as they were
     pd.testing.assert_frame_equal(on_disk.iloc[: len(run1)].reset_index(drop=True), run1)
     # the new scheduler's rows: session 1, decisions numbered from 0, as its decision_log() has them
-    run2 = on_disk.iloc[len(run1):].reset_index(drop=True)
+    run2 = on_disk.iloc[len(run1) :].reset_index(drop=True)
     assert len(run2) >= 12 and set(run2["session"]) == {1}
     assert run2["decision"].tolist() == list(range(len(run2)))
     in_memory = second.decision_log()

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import shipped_task, simulate_tuner
 
 import syne_dyhpo
-from conftest import shipped_task, simulate_tuner
 
 pytestmark = pytest.mark.slow
 

@@ -10,9 +10,9 @@ import json
 
 import pandas as pd
 import pytest
+from conftest import shipped_task, simulate_tuner
 
 import syne_dyhpo
-from conftest import shipped_task, simulate_tuner
 
 pytestmark = pytest.mark.slow
 

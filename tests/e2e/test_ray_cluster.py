@@ -4,6 +4,7 @@ which travels through the run's ``storage_path``, with nothing lost."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import tempfile
@@ -104,13 +105,13 @@ def test_a_trial_resumed_on_the_other_node_continues_from_its_checkpoint(two_nod
     for t, epochs in by_trial.items():
         # each epoch trained once, in order, from 1 to max_t
         assert [e for e, _, _ in epochs] == list(range(1, MAX_EPOCHS + 1)), (t, epochs)
-        for (e0, _, node0), (e1, restored_from, node1) in zip(epochs, epochs[1:]):
+        for (e0, _, node0), (_e1, restored_from, node1) in itertools.pairwise(epochs):
             if node1 != node0:  # resumed on the other node: from the checkpoint of the last epoch
                 assert restored_from == e0, (t, epochs)
                 moved += 1
     assert moved >= 1, f"no trial was resumed on the other node: {by_trial}"
     assert sched.num_resumes >= 1
-    for int_id, paused_after, first_after in sched.resume_log:
+    for _int_id, paused_after, first_after in sched.resume_log:
         assert first_after == paused_after + 1
 
     # nothing lost: each trial's last checkpoint, in the storage path, holds every epoch it trained

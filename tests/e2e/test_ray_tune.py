@@ -139,7 +139,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     restored = [(t, int(e), int(r)) for t, e, r in lines if int(r) > 0]
     assert sched.num_pauses >= 1 and sched.num_resumes >= 1
     assert restored, "no trial was ever restored from a checkpoint"
-    for t, e, r in restored:
+    for _, e, r in restored:
         assert e > r  # continued after the checkpoint's epoch
     for int_id, paused_after, first_after in sched.resume_log:
         assert first_after == paused_after + 1, (int_id, paused_after, first_after)
@@ -148,7 +148,9 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     # ---- several trials ran at once (two CPUs, max_concurrent=2): busy spans (an epoch, the
     # first of a segment from the worker's start) of different trials overlapping in time
     spans = [(t, float(b), float(f)) for t, _, _, b, f in rows]
-    overlaps = sum(1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1)
+    overlaps = sum(
+        1 for i, (t1, b1, f1) in enumerate(spans) for t2, b2, f2 in spans[i + 1 :] if t1 != t2 and b1 < f2 and b2 < f1
+    )
     assert overlaps >= 1, "no two trials ever trained at the same time"
 
     # ---- the core's decision log is in Ray's experiment folder, every decision of the run
@@ -164,7 +166,7 @@ def test_pause_resume_from_checkpoints(method, local_ray, tmp_path):
     # ---- the run ends with a best config
     best = results.get_best_result(metric="loss", mode="min", scope="all")
     assert set(best.config) >= {"x", "opt"}
-    ray_id, config, value = sched.best_trial()
+    _ray_id, config, value = sched.best_trial()
     assert value == pytest.approx(best.metrics_dataframe["loss"].min())
     assert config["x"] == pytest.approx(best.config["x"])
     print(
@@ -254,8 +256,10 @@ def short_trainable(config: dict) -> None:
             f.write(f"{trial_id} {epoch} {restored_from}\n")
         with tempfile.TemporaryDirectory() as d:
             Path(d, "state.json").write_text(json.dumps({"epoch": epoch}))
-            tune.report({"epoch": epoch, "loss": (config["x"] - 0.3) ** 2 + 1.0 / epoch},
-                        checkpoint=tune.Checkpoint.from_directory(d))
+            tune.report(
+                {"epoch": epoch, "loss": (config["x"] - 0.3) ** 2 + 1.0 / epoch},
+                checkpoint=tune.Checkpoint.from_directory(d),
+            )
 
 
 def _short_scheduler(**kwargs) -> FreezeThawRayScheduler:
@@ -365,8 +369,14 @@ def test_hand_built_tune_config_with_max_concurrent_trials_runs_to_its_budget(lo
     sched = _short_scheduler(max_num_trials=6, max_total_epochs=8)
     time_budget_s = 60
     config = tune.TuneConfig(
-        metric="loss", mode="min", search_alg=sched.searcher, scheduler=sched, num_samples=-1,
-        max_concurrent_trials=2, time_budget_s=time_budget_s, reuse_actors=True,
+        metric="loss",
+        mode="min",
+        search_alg=sched.searcher,
+        scheduler=sched,
+        num_samples=-1,
+        max_concurrent_trials=2,
+        time_budget_s=time_budget_s,
+        reuse_actors=True,
     )
     started = time.time()
     tune.Tuner(

@@ -46,12 +46,25 @@ def _loss(x: float, epoch: int) -> float:
 
 def _run(space: dict, max_resource_attr: str | None, done) -> tuple[DyHPO, LocalBackend]:
     """Tunes ``fake_train.py`` with 2 workers until ``done(scheduler)`` (at most 40 s)."""
-    scheduler = DyHPO(space, metric="loss", time_attr="epoch", max_t=MAX_T, max_resource_attr=max_resource_attr,
-                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_initial_random=2)), random_seed=0)
+    scheduler = DyHPO(
+        space,
+        metric="loss",
+        time_attr="epoch",
+        max_t=MAX_T,
+        max_resource_attr=max_resource_attr,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_initial_random=2)),
+        random_seed=0,
+    )
     backend = LocalBackend(entry_point=str(FAKE_TRAIN))
-    tuner = Tuner(trial_backend=backend, scheduler=scheduler, n_workers=2, sleep_time=0.5, save_tuner=False,
-                  stop_criterion=_Either(lambda status: done(scheduler), 40),
-                  tuner_name=f"lost-epochs-{max_resource_attr}")
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        n_workers=2,
+        sleep_time=0.5,
+        save_tuner=False,
+        stop_criterion=_Either(lambda status: done(scheduler), 40),
+        tuner_name=f"lost-epochs-{max_resource_attr}",
+    )
     tuner.run()
     return scheduler, backend
 
@@ -100,8 +113,10 @@ def test_lost_epochs_without_max_resource_attr_are_reported_once_and_kept_missin
     recorded, gaps = _check_curves(scheduler)
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR and r.name.startswith("syne_dyhpo")]
     lost = [r for r in caplog.records if "of its curve (" in r.getMessage()]
-    print(f"\nwithout max_resource_attr: {printed} epochs printed, {recorded} recorded, {gaps} NaN gaps, "
-          f"{len(lost)} losses reported, {len(errors)} ERROR")
+    print(
+        f"\nwithout max_resource_attr: {printed} epochs printed, {recorded} recorded, {gaps} NaN gaps, "
+        f"{len(lost)} losses reported, {len(errors)} ERROR"
+    )
     assert recorded < printed  # the scenario: Syne Tune dropped results after pauses
     assert len(errors) == 1, errors
     assert "max_resource_attr" in errors[0] and errors[0].endswith("(logged once per run; later losses at INFO)")
@@ -110,12 +125,17 @@ def test_lost_epochs_without_max_resource_attr_are_reported_once_and_kept_missin
 
 def test_with_max_resource_attr_every_printed_epoch_is_recorded(in_tmp, caplog):
     with caplog.at_level(logging.INFO, logger="syne_dyhpo"):
-        scheduler, backend = _run({"x": uniform(0.0, 0.06), "epochs": MAX_T}, "epochs",
-                                  lambda scheduler: scheduler.observations.num_observations >= 20)
+        scheduler, backend = _run(
+            {"x": uniform(0.0, 0.06), "epochs": MAX_T},
+            "epochs",
+            lambda scheduler: scheduler.observations.num_observations >= 20,
+        )
     printed = {tid: _printed(backend, tid) for tid in scheduler.observations.trials}
     recorded, gaps = _check_curves(scheduler)
-    print(f"\nwith max_resource_attr: {sum(map(len, printed.values()))} epochs printed, {recorded} recorded, "
-          f"{gaps} NaN gaps")
+    print(
+        f"\nwith max_resource_attr: {sum(map(len, printed.values()))} epochs printed, {recorded} recorded, "
+        f"{gaps} NaN gaps"
+    )
     assert gaps == 0 and not [r for r in caplog.records if r.levelno >= logging.ERROR]
     for tid, epochs in printed.items():  # each job trained its own segment: every epoch printed once, seen
         assert epochs == list(range(1, len(epochs) + 1)), (tid, epochs)

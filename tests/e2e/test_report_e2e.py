@@ -24,8 +24,8 @@ from syne_tune.backend.trial_status import Status
 from syne_tune.config_space import uniform
 from syne_tune.results_callback import StoreResultsCallback
 
-from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo import DyHPO, FreezeThawOptions
+from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.decision_log import LOG_FILENAME
 from syne_dyhpo.core.observations import TrialStatus
 from syne_dyhpo.report import make_report
@@ -42,7 +42,8 @@ def quick_completion(after: int, dyhpo: bool = True):
     (runs of a few epochs)."""
     from dataclasses import replace
 
-    from syne_dyhpo.methods import deep_power_law, dyhpo as dyhpo_module
+    from syne_dyhpo.methods import deep_power_law
+    from syne_dyhpo.methods import dyhpo as dyhpo_module
 
     base = dyhpo_module.DEFAULT_COMPLETION if dyhpo else deep_power_law.DEFAULT_COMPLETION
     return replace(base, after=after, delay=0.0)
@@ -72,15 +73,34 @@ class UntilTrained:
 
 def make_scheduler(points: list[float], low: float = 0.0, high: float = 1.0) -> DyHPO:
     # the completion starts after 4 first epochs: the good point leads and is trained to max_t
-    return DyHPO({"x": uniform(low, high), "epochs": MAX_T}, metric="loss", do_minimize=True, time_attr="epoch",
-                 max_t=MAX_T, max_resource_attr="epochs", options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=1,
-                 points_to_evaluate=[{"x": x} for x in points], completion=quick_completion(4))
+    return DyHPO(
+        {"x": uniform(low, high), "epochs": MAX_T},
+        metric="loss",
+        do_minimize=True,
+        time_attr="epoch",
+        max_t=MAX_T,
+        max_resource_attr="epochs",
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+        random_seed=1,
+        points_to_evaluate=[{"x": x} for x in points],
+        completion=quick_completion(4),
+    )
 
 
 def make_tuner(scheduler, name: str, stop, save_tuner: bool = False) -> Tuner:
-    return Tuner(trial_backend=LocalBackend(entry_point=str(ENTRY_POINT)), scheduler=scheduler, stop_criterion=stop,
-                 n_workers=2, sleep_time=0.05, max_failures=100, save_tuner=save_tuner, results_update_interval=0.0,
-                 callbacks=[StoreResultsCallback()], tuner_name=name, print_update_interval=1e9)
+    return Tuner(
+        trial_backend=LocalBackend(entry_point=str(ENTRY_POINT)),
+        scheduler=scheduler,
+        stop_criterion=stop,
+        n_workers=2,
+        sleep_time=0.05,
+        max_failures=100,
+        save_tuner=save_tuner,
+        results_update_interval=0.0,
+        callbacks=[StoreResultsCallback()],
+        tuner_name=name,
+        print_update_interval=1e9,
+    )
 
 
 def counts_from_results(results: pd.DataFrame) -> dict[str, int]:
@@ -127,8 +147,14 @@ def test_report_of_a_local_backend_run(in_tmp):
     expected = counts_from_results(results)
     expected["started"] = len(tuner.trial_backend.trial_ids)  # the crashed trial never reported
     s = report.summary
-    got = {"started": s.started, "resumes": s.resumes, "trained": s.trained, "diverged": s.diverged,
-           "epochs": s.epochs, "first_epochs": s.first_epochs}
+    got = {
+        "started": s.started,
+        "resumes": s.resumes,
+        "trained": s.trained,
+        "diverged": s.diverged,
+        "epochs": s.epochs,
+        "first_epochs": s.first_epochs,
+    }
     assert got == expected
     assert s.failed == tuner.tuning_status.num_trials_failed >= 1
     assert s.trained >= 1 and s.diverged >= 1
@@ -181,8 +207,13 @@ def test_report_of_a_local_backend_run(in_tmp):
     assert png_size(report.curves) == (720, 450)
 
     # the command line, by tuner name under $SYNETUNE_FOLDER
-    out = subprocess.run([sys.executable, "-m", "syne_dyhpo.report", "report-e2e", "--out", str(in_tmp / "r")],
-                         capture_output=True, text=True, cwd=REPO, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "syne_dyhpo.report", "report-e2e", "--out", str(in_tmp / "r")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     assert f"Model to take home: trial {home.trial_id}" in out.stdout
     assert (in_tmp / "r" / "timeline.png").exists() and (in_tmp / "r" / "report.txt").exists()
@@ -240,9 +271,11 @@ def tiny_blackbox():
         y[i, 0, :, 0] = a + (0.9 - a) * t ** (-(0.2 + rng.rand()))
         y[i, 0, :, 1] = (0.5 + r["width"] / 64) * t
     return BlackboxTabular(
-        hyperparameters=pd.DataFrame(rows), configuration_space={"lr": choice([1e-3, 3e-3, 1e-2, 3e-2]),
-                                                                 "width": choice([16, 64, 256])},
-        fidelity_space={"epoch": randint(1, 5)}, objectives_evaluations=y, fidelity_values=np.arange(1, 6),
+        hyperparameters=pd.DataFrame(rows),
+        configuration_space={"lr": choice([1e-3, 3e-3, 1e-2, 3e-2]), "width": choice([16, 64, 256])},
+        fidelity_space={"epoch": randint(1, 5)},
+        objectives_evaluations=y,
+        fidelity_values=np.arange(1, 6),
         objectives_names=["valid_error", "elapsed_time"],
     )
 
@@ -252,17 +285,36 @@ def test_report_of_a_simulated_run(in_tmp):
     from syne_tune.blackbox_repository import UserBlackboxBackend
 
     bb = tiny_blackbox()
-    scheduler = DyHPO(bb.configuration_space, metric="valid_error", do_minimize=True, time_attr="epoch", max_t=5,
-                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=3, max_resource_attr="max_epoch", completion=quick_completion(4))
-    backend = UserBlackboxBackend(blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0,
-                                  max_resource_attr="max_epoch")
-    tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=UntilTrained(scheduler, 20), n_workers=2,
-                  sleep_time=0, callbacks=[SimulatorCallback()], tuner_name="report-sim", print_update_interval=1e9)
+    scheduler = DyHPO(
+        bb.configuration_space,
+        metric="valid_error",
+        do_minimize=True,
+        time_attr="epoch",
+        max_t=5,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+        random_seed=3,
+        max_resource_attr="max_epoch",
+        completion=quick_completion(4),
+    )
+    backend = UserBlackboxBackend(
+        blackbox=bb, elapsed_time_attr="elapsed_time", tuner_sleep_time=0.01, seed=0, max_resource_attr="max_epoch"
+    )
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=UntilTrained(scheduler, 20),
+        n_workers=2,
+        sleep_time=0,
+        callbacks=[SimulatorCallback()],
+        tuner_name="report-sim",
+        print_update_interval=1e9,
+    )
     tuner.run()
     report = make_report("report-sim")  # by name
     results = tuner.callbacks[0].dataframe()
-    counts = counts_from_results(results.rename(columns={"valid_error": "loss"}).assign(
-        epoch=lambda d: d["epoch"].where(d["epoch"] < 5, MAX_T)))  # max_t of this blackbox is 5
+    counts = counts_from_results(
+        results.rename(columns={"valid_error": "loss"}).assign(epoch=lambda d: d["epoch"].where(d["epoch"] < 5, MAX_T))
+    )  # max_t of this blackbox is 5
     s = report.summary
     assert (s.resumes, s.epochs, s.first_epochs) == (counts["resumes"], counts["epochs"], counts["first_epochs"])
     assert s.started == len(backend.trial_ids) >= counts["started"]  # some may not have reported yet
@@ -287,7 +339,10 @@ def python_backend_train(x: float, epochs: int, st_checkpoint_dir: str):
     from syne_tune import Reporter
 
     path = os.path.join(st_checkpoint_dir, "checkpoint.json")
-    start = json.load(open(path))["epoch"] + 1 if os.path.exists(path) else 1
+    start = 1
+    if os.path.exists(path):
+        with open(path) as f:
+            start = json.load(f)["epoch"] + 1
     report = Reporter()
     for epoch in range(start, epochs + 1):
         time.sleep(0.05)
@@ -301,13 +356,30 @@ def test_report_of_a_python_backend_run(in_tmp):
     from syne_tune.backend import PythonBackend
 
     config_space = {"x": uniform(0.1, 0.9), "epochs": MAX_T, "st_checkpoint_dir": "set by the backend"}
-    scheduler = DyHPO(config_space, metric="loss", do_minimize=True, time_attr="epoch", max_t=MAX_T,
-                      max_resource_attr="epochs", options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)), random_seed=1, points_to_evaluate=[{"x": GOOD}],
-                      completion=quick_completion(3))
+    scheduler = DyHPO(
+        config_space,
+        metric="loss",
+        do_minimize=True,
+        time_attr="epoch",
+        max_t=MAX_T,
+        max_resource_attr="epochs",
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
+        random_seed=1,
+        points_to_evaluate=[{"x": GOOD}],
+        completion=quick_completion(3),
+    )
     backend = PythonBackend(tune_function=python_backend_train, config_space=config_space)
-    tuner = Tuner(trial_backend=backend, scheduler=scheduler, stop_criterion=UntilTrained(scheduler, 8), n_workers=2,
-                  sleep_time=0.05, save_tuner=False, callbacks=[StoreResultsCallback()], tuner_name="report-python",
-                  print_update_interval=1e9)
+    tuner = Tuner(
+        trial_backend=backend,
+        scheduler=scheduler,
+        stop_criterion=UntilTrained(scheduler, 8),
+        n_workers=2,
+        sleep_time=0.05,
+        save_tuner=False,
+        callbacks=[StoreResultsCallback()],
+        tuner_name="report-python",
+        print_update_interval=1e9,
+    )
     tuner.run()
     report = make_report(tuner.tuner_path)
     results = tuner.callbacks[0].dataframe()

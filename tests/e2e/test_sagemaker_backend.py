@@ -10,6 +10,7 @@ by hand. The end-to-end test (slow) runs a real Tuner with DyHPO on launch/train
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
@@ -26,15 +27,11 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
-import boto3  # noqa: E402
-import dill  # noqa: E402
-from botocore.stub import Stubber  # noqa: E402
-from moto import mock_aws  # noqa: E402
-from syne_tune.backend.trial_status import Status  # noqa: E402
-from syne_tune.optimizer.scheduler import SchedulerDecision as D  # noqa: E402
-from syne_tune.tuner_callback import TunerCallback  # noqa: E402
-
-from sagemaker_fake import (  # noqa: E402
+import boto3
+import dill
+from botocore.stub import Stubber
+from moto import mock_aws
+from sagemaker_fake import (
     BUCKET,
     REGION,
     ROLE,
@@ -43,10 +40,14 @@ from sagemaker_fake import (  # noqa: E402
     OperationStubber,
     fake_aws_environment,
 )
-from syne_dyhpo.backends.cloudwatch_logs import LOG_GROUP, JobLogTail  # noqa: E402
-from syne_dyhpo.backends.s3 import S3Location  # noqa: E402
-from syne_dyhpo.backends.sagemaker import SageMakerBackend  # noqa: E402
-from syne_dyhpo.backends.sagemaker_job import job_name_base, training_job_name  # noqa: E402
+from syne_tune.backend.trial_status import Status
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from syne_tune.tuner_callback import TunerCallback
+
+from syne_dyhpo.backends.cloudwatch_logs import LOG_GROUP, JobLogTail
+from syne_dyhpo.backends.s3 import S3Location
+from syne_dyhpo.backends.sagemaker import SageMakerBackend
+from syne_dyhpo.backends.sagemaker_job import job_name_base, training_job_name
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "launch"))
@@ -190,9 +191,9 @@ def test_launcher_ships_launch_folder_and_package_and_checks_its_arguments(monke
     assert backend.delete_checkpoints and not backend.delete_checkpoints_at_end
     assert backend.settings.training_image.endswith("pytorch-training:2.5.1-cpu-py311")
     assert not tune_sagemaker.build_backend(parser.parse_args(argv)).delete_checkpoints
-    with pytest.raises(ValueError, match="s3_path must be an S3 URI.*'my-bucket'"):
+    with pytest.raises(ValueError, match=r"s3_path must be an S3 URI.*'my-bucket'"):
         tune_sagemaker.build_backend(parser.parse_args(base + ["--s3-path", "my-bucket"]))
-    with pytest.raises(ValueError, match="instance_type.*'p3.2xlarge'"):
+    with pytest.raises(ValueError, match=r"instance_type.*'p3.2xlarge'"):
         tune_sagemaker.build_backend(parser.parse_args(argv + ["--instance-type", "p3.2xlarge"]))
 
 
@@ -280,10 +281,8 @@ def test_log_tail_pages_through_streams_and_never_reads_another_jobs(fake):
     logs.create_log_group(logGroupName=LOG_GROUP)
 
     def write(stream, *messages):
-        try:
+        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
             logs.create_log_stream(logGroupName=LOG_GROUP, logStreamName=stream)
-        except logs.exceptions.ResourceAlreadyExistsException:
-            pass
         now = int(time.time() * 1000)
         logs.put_log_events(logGroupName=LOG_GROUP, logStreamName=stream,
                             logEvents=[{"timestamp": now, "message": m} for m in messages])

@@ -4,7 +4,6 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-
 from syne_tune.blackbox_repository.blackbox_tabular import BlackboxTabular, serialize
 from syne_tune.config_space import loguniform, randint
 

@@ -8,8 +8,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.progress import (
     RUN_OVERHEAD_SECONDS,
     UNKNOWN_SECONDS_PER_EPOCH,
@@ -89,7 +89,7 @@ def terminal():
 def test_warnings_go_to_the_log_not_stderr(tmp_path, capsys, terminal):
     log = tmp_path / WARNINGS_LOG
     with warnings_to_log(log):
-        warnings.warn("pandas says: inplace is deprecated", FutureWarning)
+        warnings.warn("pandas says: inplace is deprecated", FutureWarning, stacklevel=2)
         logging.getLogger("syne_dyhpo.core.trials").warning("trial_id 3: NaN treated as diverged")
     assert "inplace is deprecated" in log.read_text()
     assert "syne_dyhpo.core.trials WARNING: trial_id 3: NaN treated as diverged" in log.read_text()
@@ -101,7 +101,7 @@ def test_warnings_go_to_the_log_not_stderr(tmp_path, capsys, terminal):
     assert "on the terminal again" not in log.read_text()
     # afterwards warnings are shown as before
     with pytest.warns(FutureWarning):
-        warnings.warn("shown again", FutureWarning)
+        warnings.warn("shown again", FutureWarning, stacklevel=2)
     assert "shown again" not in log.read_text()
 
 
@@ -141,7 +141,7 @@ def test_worker_routing_removes_the_terminal_handlers(tmp_path, terminal):
 @pytest.mark.slow  # starts a Tuner, Ray or a process
 def test_run_grid_keeps_warnings_out_of_the_terminal(tmp_path, capfd, monkeypatch):
     def noisy(d, cs, configs, seed):
-        warnings.warn("a library deprecation", FutureWarning)
+        warnings.warn("a library deprecation", FutureWarning, stacklevel=2)
         return METHODS["RandomSearch"](d, cs, configs, seed)
 
     monkeypatch.setitem(METHODS, "Noisy", noisy)

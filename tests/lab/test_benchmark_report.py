@@ -6,8 +6,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.report import (
     POOLED,
     make_report,
@@ -16,7 +16,6 @@ from benchmarks.report import (
     summary_table,
 )
 from benchmarks.runner import RESULTS_FILE, RunSpec, run_dir, run_one
-
 
 # --- signed-rank test --------------------------------------------------------------------------
 

@@ -33,7 +33,14 @@ def _write_run(root: Path, method: str, seed: int, workers: int, trials: list[tu
     ]
     pd.DataFrame(rows).to_csv(folder / "results.csv.gz", index=False)
     definition = {"metric": "val_accuracy", "do_minimize": False, "time_attr": "epoch", "max_t": 50}
-    summary = {"method": method, "task": task, "benchmark": "lcbench", "seed": seed, "n_workers": workers, "definition": definition}
+    summary = {
+        "method": method,
+        "task": task,
+        "benchmark": "lcbench",
+        "seed": seed,
+        "n_workers": workers,
+        "definition": definition,
+    }
     (folder / "run.json").write_text(json.dumps(summary))
 
 
@@ -59,7 +66,10 @@ def test_runs_that_started_or_trained_the_best_configurations_are_counted(tmp_pa
     _write_run(tmp_path / "more", "B", 5, 4, [(best, 50)])
     _write_run(tmp_path, "A", 3, 1, [(best, 50)], task="Australian")
     reach = best_config_reach([tmp_path / "lcbench", tmp_path / "more"], DATA, TASK, top=2)
-    assert reach[["method", "n_workers", "runs", "started", "trained"]].values.tolist() == [["A", 1, 3, 2, 1], ["B", 4, 1, 1, 1]]
+    assert reach[["method", "n_workers", "runs", "started", "trained"]].values.tolist() == [
+        ["A", 1, 3, 2, 1],
+        ["B", 4, 1, 1, 1],
+    ]
     assert reach.depths.tolist() == [[1, 3, 50], [50]]
     # with only the best, seed 1's trained configuration no longer counts
     only_best = best_config_reach([tmp_path / "lcbench"], DATA, TASK, top=1)

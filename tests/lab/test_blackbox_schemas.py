@@ -11,6 +11,7 @@ through a real Tuner on the simulator, per blackbox.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -223,7 +224,7 @@ def test_generator_never_overwrites_a_real_blackbox(tmp_path):
     real = tmp_path / "fcnet"
     real.mkdir()
     (real / "metadata.json").write_text(json.dumps({"task_names": ["protein_structure"]}))
-    with pytest.raises(FileExistsError, match="not written by benchmarks.synthetic"):
+    with pytest.raises(FileExistsError, match=re.escape("not written by benchmarks.synthetic")):
         synthetic.write_synthetic_blackbox("fcnet", tmp_path, num_configs=5)
     assert json.loads((real / "metadata.json").read_text()) == {"task_names": ["protein_structure"]}
     with pytest.raises(ValueError, match="name must be one of"):

@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO
 
 CHECK = REPO / "benchmarks" / "check_e2e.py"

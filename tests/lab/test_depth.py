@@ -181,10 +181,10 @@ def test_depth_of_a_real_run_matches_the_clock_and_the_report(tmp_path):
     the decisions made before each result trained (read from the clock, not by next_epoch), its
     best trained configuration is the best value at max_t and the model the report of the run's
     folder takes home, and RESULTS.md shows the shares."""
+    from conftest import tiny_blackbox
     from syne_tune.blackbox_repository.blackbox_tabular import serialize
 
     from benchmarks.runner import RunSpec, run_one
-    from conftest import tiny_blackbox
     from syne_dyhpo.report import make_report
 
     data = tmp_path / "data" / "tinybench"

@@ -7,8 +7,8 @@ import json
 
 import pandas as pd
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.runner import RunSpec, run_dir, run_one
 from benchmarks.wallclock import JOBS_FILE, STOP_SECONDS
 

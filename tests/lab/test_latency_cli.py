@@ -3,7 +3,6 @@
 import re
 
 import numpy as np
-
 import pytest
 
 from benchmarks import latency
@@ -75,19 +74,30 @@ def test_a_field_the_settings_object_lacks_is_refused_by_name():
 
 def test_scheduler_arg_values_are_literals_or_words():
     assert latency.scheduler_arg("completion=None") == ("completion", None)
-    assert latency.scheduler_arg("completion.leaders_until_trained=False") == ("completion.leaders_until_trained", False)
+    assert latency.scheduler_arg("completion.leaders_until_trained=False") == (
+        "completion.leaders_until_trained",
+        False,
+    )
     assert latency.scheduler_arg("options.promotion.probability=0.25") == ("options.promotion.probability", 0.25)
     assert latency.scheduler_arg("time_attr=epoch") == ("time_attr", "epoch")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--methods", "Foo"], "unknown \\['Foo'\\]"),
-    (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
-    (["--scheduler-arg", "num_candidates.x=1"],
-     "ARGUMENT one of \\('surrogate', 'completion', 'depth_gate', 'options'\\), got 'num_candidates.x=1'"),
-    (["--scheduler-arg", "options.candidates.=1"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'options.candidates.=1'"),
-    (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--methods", "Foo"], "unknown \\['Foo'\\]"),
+        (["--scheduler-arg", "bad"], "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'bad'"),
+        (
+            ["--scheduler-arg", "num_candidates.x=1"],
+            "ARGUMENT one of \\('surrogate', 'completion', 'depth_gate', 'options'\\), got 'num_candidates.x=1'",
+        ),
+        (
+            ["--scheduler-arg", "options.candidates.=1"],
+            "must be KEY=VALUE or ARGUMENT.FIELD=VALUE .*, got 'options.candidates.=1'",
+        ),
+        (["--scheduler-arg", "x=1", "--simulator", "src", "task"], "applies to the synthetic task"),
+    ],
+)
 def test_bad_arguments_are_refused_naming_them(argv, message, capsys):
     with pytest.raises(SystemExit):
         latency.parse_args(argv)

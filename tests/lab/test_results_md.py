@@ -4,8 +4,8 @@ written from real (tiny) runs."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import tiny_blackbox
+
 from benchmarks import results
 from benchmarks.runner import RunSpec, run_one
 
@@ -111,7 +111,8 @@ def test_a_reference_run_again_is_held_to_the_same_target():
     assert set(again["method"]) == {"ASHA, seeds 5-6"} and set(again["reference"]) == {"ASHA"}
     table = results.worst_tasks(long, candidates=again).set_index("method")
     assert list(table.index) == ["ASHA, seeds 5-6"]
-    assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"  # equal ratios: the larger mean
+    # equal ratios: the larger mean
+    assert table.loc["ASHA, seeds 5-6", "anytime worst"] == "2.00x (t1: 0.200 vs 0.100)"
     assert table.loc["ASHA, seeds 5-6", "anytime > 1.5x"] == "2/3"
     # without candidates: ours only, the references' other seeds do not enter their means
     assert list(results.worst_tasks(long)["method"]) == ["DyHPO"]
@@ -145,8 +146,14 @@ def test_leave_one_task_out_names_the_task_that_flips_the_choice():
     rows += _rows("TaskSet", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(0,))
     rows += _rows("TaskSet", 1, "DyHPO-cap", 0.2, tasks=("t1",), seeds=(0,))
     table = results.leave_one_task_out(pd.DataFrame(rows), "DyHPO", "DyHPO-cap")
-    assert list(table.columns) == ["family", "workers", "regret", "chosen on all",
-                                   "same with each task left out", "flipped by"]
+    assert list(table.columns) == [
+        "family",
+        "workers",
+        "regret",
+        "chosen on all",
+        "same with each task left out",
+        "flipped by",
+    ]
     rows = {(r.family, r.workers, r.regret): r for r in table.itertuples(index=False)}
     anytime = rows[("LCBench", 4, "anytime")]
     # all: 0.5 / 3 = 0.167 against 0.55 / 3 = 0.183; without t1: 0.2 against 0.125
@@ -171,8 +178,11 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path, caps
 
     data = tmp_path / "data" / "tinybench"
     data.parent.mkdir()
-    serialize({"taskA": tiny_blackbox(12, 5), "taskB": tiny_blackbox(12, 5, seed=1)}, str(data),
-              metadata={"default_metric": "error", "time_attr": "epoch", "metric_elapsed_time": "time"})
+    serialize(
+        {"taskA": tiny_blackbox(12, 5), "taskB": tiny_blackbox(12, 5, seed=1)},
+        str(data),
+        metadata={"default_metric": "error", "time_attr": "epoch", "metric_elapsed_time": "time"},
+    )
     runs = tmp_path / "runs"
     for method in ("RandomSearch", "ASHA", "BOHB"):
         run_one(RunSpec(method, str(data), "taskA", 0, 20), runs)
@@ -217,8 +227,9 @@ def test_results_md_from_a_partial_folder_names_the_missing_cells(tmp_path, caps
 
 
 def test_every_deviation_section_gets_its_leave_one_task_out_check(long, monkeypatch, tmp_path):
-    monkeypatch.setattr(results, "DEVIATIONS", (
-        ("DyHPO", "DyHPO-no-completion", "the completion off"), ("DyHPO", "DyHPO-cap", "a cap")))
+    monkeypatch.setattr(
+        results, "DEVIATIONS", (("DyHPO", "DyHPO-no-completion", "the completion off"), ("DyHPO", "DyHPO-cap", "a cap"))
+    )
     rows = _rows("LCBench", 1, "DyHPO-cap", [0.2, 0.2, 0.2, 0.0, 0.0, 0.0], trained=0.4)
     text = results.render("runs", [], pd.concat([long, pd.DataFrame(rows)]), [], tmp_path / "R.md", "cmd")
     section = text.split("## DyHPO against DyHPO-cap")[1].split("\n## ")[0]
@@ -244,11 +255,11 @@ def test_a_reference_mean_within_float_noise_of_zero_is_zero_in_the_ratio():
 def test_a_setting_is_held_to_its_choice_with_each_task_left_out_over_all_its_cells(long, monkeypatch):
     rows = _rows("TaskSet", 4, "DeepPowerLaw", 0.2, tasks=("t3", "t4"))
     # the variant: 0.1 on t3 (better than the default by 0.1), 0.3 on t4 (worse by 0.1)
-    rows += _rows("TaskSet", 4, "DeepPowerLaw-no-completion", [0.1, 0.1, 0.1, 0.3, 0.3, 0.3],
-                  tasks=("t3", "t4"))
+    rows += _rows("TaskSet", 4, "DeepPowerLaw-no-completion", [0.1, 0.1, 0.1, 0.3, 0.3, 0.3], tasks=("t3", "t4"))
     long = pd.concat([long, pd.DataFrame(rows)])
-    r = results.setting_left_out(long, [("DyHPO", "DyHPO-no-completion"),
-                                        ("DeepPowerLaw", "DeepPowerLaw-no-completion")])
+    r = results.setting_left_out(
+        long, [("DyHPO", "DyHPO-no-completion"), ("DeepPowerLaw", "DeepPowerLaw-no-completion")]
+    )
     # 4 cells: DyHPO LCBench anytime -0.0995 (t1 -0.199, t2 0), fully trained 0; DeepPowerLaw
     # TaskSet +0.1 on t3 and -0.1 on t4 in both regrets, 0 each
     assert r["cells"] == 4 and r["tasks"] == 4
@@ -256,16 +267,24 @@ def test_a_setting_is_held_to_its_choice_with_each_task_left_out_over_all_its_ce
     # without t4 DeepPowerLaw's cells are +0.1 each: (-0.0995 + 0.2) / 4; without t3, -0.1 each
     assert r["largest"] == (pytest.approx(0.1005 / 4), "t4")
     assert r["smallest"] == (pytest.approx(-0.2995 / 4), "t3")
-    monkeypatch.setattr(results, "DEVIATIONS", (
-        ("DyHPO", "DyHPO-no-completion", "the completion off"),
-        ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the completion off"),
-        ("DyHPO", "DyHPO-cap", "a cap")))
+    monkeypatch.setattr(
+        results,
+        "DEVIATIONS",
+        (
+            ("DyHPO", "DyHPO-no-completion", "the completion off"),
+            ("DeepPowerLaw", "DeepPowerLaw-no-completion", "the completion off"),
+            ("DyHPO", "DyHPO-cap", "a cap"),
+        ),
+    )
     table = results.settings_left_out_table(long)
     assert len(table) == 1  # no runs of DyHPO-cap
     row = table.iloc[0]
     assert row["variants"] == "DyHPO-no-completion, DeepPowerLaw-no-completion" and row["cells"] == 4
     assert (row["diff on all tasks"], row["one task left out: largest"], row["chosen in every case"]) == (
-        "-0.0249", "+0.0251 (t4)", "no")
+        "-0.0249",
+        "+0.0251 (t4)",
+        "no",
+    )
     # only DyHPO's cells: leaving t1 out leaves a tie (0), never a positive diff: still no choice
     only_dyhpo = results.setting_left_out(long, [("DyHPO", "DyHPO-no-completion")])
     assert only_dyhpo["largest"] == (pytest.approx(0.0), "t1")
@@ -276,19 +295,23 @@ def test_the_tasks_over_the_target_are_compared_again_on_more_seeds():
     grid = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
     rows = _rows("LCBench", 1, "ASHA", 0.1, **grid) + _rows("LCBench", 1, "BOHB", 0.2, **grid)
     # DyHPO: 2x ASHA on t1 (both regrets), level on t2, 3x on t3 fully trained only
-    rows += _rows("LCBench", 1, "DyHPO", [0.2, 0.2, 0.1, 0.1, 0.1, 0.1],
-                  trained=[0.2, 0.2, 0.1, 0.1, 0.3, 0.3], **grid)
+    rows += _rows("LCBench", 1, "DyHPO", [0.2, 0.2, 0.1, 0.1, 0.1, 0.1], trained=[0.2, 0.2, 0.1, 0.1, 0.3, 0.3], **grid)
     rows += _rows("LCBench", 1, "DeepPowerLaw", 0.1, **grid)  # never over
     rows += _rows("LCBench", 1, "DyHPO-no-depth-gate", 0.9, **grid)  # a variant: not held here
     long = pd.DataFrame(rows)
     assert results.tasks_over(long) == ["t1", "t3"]
     # seeds 2-3 on t1 only: DyHPO level with ASHA there
-    more = pd.DataFrame(_rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(2, 3))
-                        + _rows("LCBench", 1, "ASHA", 0.1, tasks=("t1",), seeds=(2, 3))
-                        + _rows("LCBench", 1, "BOHB", 0.2, tasks=("t1",), seeds=(2, 3)))
+    more = pd.DataFrame(
+        _rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(2, 3))
+        + _rows("LCBench", 1, "ASHA", 0.1, tasks=("t1",), seeds=(2, 3))
+        + _rows("LCBench", 1, "BOHB", 0.2, tasks=("t1",), seeds=(2, 3))
+    )
     table = results.tasks_over_on_more_seeds(long, more)
     assert list(zip(table["method"], table["regret"], table["task"], table["seeds"])) == [
-        ("DyHPO", "anytime", "t1", 4), ("DyHPO", "fully-trained", "t1", 4), ("DyHPO", "fully-trained", "t3", 2)]
+        ("DyHPO", "anytime", "t1", 4),
+        ("DyHPO", "fully-trained", "t1", 4),
+        ("DyHPO", "fully-trained", "t3", 2),
+    ]
     first = table.iloc[0]
     assert first["grid"] == "2.00x (0.200 vs 0.100)"
     # 0.2, 0.2, 0.1, 0.1 against ASHA's 0.1: 1.5x exactly is not over; 2 losses, 2 ties
@@ -297,4 +320,6 @@ def test_the_tasks_over_the_target_are_compared_again_on_more_seeds():
     assert first["over 1.5x"] == "no"
     assert table.iloc[2]["all seeds"] == "3.00x (0.300 vs ASHA 0.100)" and table.iloc[2]["over 1.5x"] == "yes"
     with pytest.raises(ValueError, match="already in the grid"):
-        results.tasks_over_on_more_seeds(long, pd.DataFrame(_rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(1,))))
+        results.tasks_over_on_more_seeds(
+            long, pd.DataFrame(_rows("LCBench", 1, "DyHPO", 0.1, tasks=("t1",), seeds=(1,)))
+        )

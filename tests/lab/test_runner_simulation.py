@@ -6,8 +6,8 @@ import time
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import data_folder
+
 from benchmarks.runner import METHODS, RunSpec, TimedScheduler, run_dir, run_one
 
 pytestmark = pytest.mark.slow
@@ -26,7 +26,9 @@ def test_scheduler_compute_does_not_change_simulation(tmp_path, monkeypatch):
     (charge_scheduler_time=True) does not."""
     asha = METHODS["ASHA"]
     # registered for this test only (monkeypatch restores the registry)
-    monkeypatch.setitem(METHODS, "ASHA-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(asha(d, cs, configs, seed)))
+    monkeypatch.setitem(
+        METHODS, "ASHA-sleeping", lambda d, cs, configs, seed: _SleepingScheduler(asha(d, cs, configs, seed))
+    )
 
     def frame(method, charge):
         spec = RunSpec(method, str(data_folder("lcbench")), "Australian", 1, 40, 1)

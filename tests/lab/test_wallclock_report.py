@@ -72,11 +72,21 @@ def test_one_table_per_start_delay_with_ours_against_the_better_reference(long):
     assert table.loc["ASHA", "job starts per epoch"] == "0.333"
     text = "\n\n".join(results.wallclock_sections(long, "results/wallclock"))
     assert "From the 3 finished runs under `results/wallclock`" in text
-    assert text.index("### Start delay 1 x the median epoch time") < text.index("### Start delay 10 x the median epoch time")
+    assert text.index("### Start delay 1 x the median epoch time") < text.index(
+        "### Start delay 10 x the median epoch time"
+    )
     # delay 1: DyHPO - ASHA = 0.5 - 1.0, 0.4 - 0.7, 0.1 - 0.2 (anytime); 0, 0, 0.3 - 0.2 (trained)
     delay_1, delay_10 = text.split("### Start delay 10 x")
-    assert "| LCBench | 1 | DyHPO | anytime | -0.500 (1/0/0, p 1) vs ASHA | -0.300 (1/0/0, p 1) vs ASHA | -0.100 (1/0/0, p 1) vs ASHA |" in delay_1
-    assert "| LCBench | 1 | DyHPO | fully-trained | +0.000 (0/1/0, p 1) vs ASHA | +0.000 (0/1/0, p 1) vs ASHA | +0.100 (0/0/1, p 1) vs ASHA |" in delay_1
+    assert (
+        "| LCBench | 1 | DyHPO | anytime | -0.500 (1/0/0, p 1) vs ASHA | -0.300 (1/0/0, p 1) vs ASHA "
+        "| -0.100 (1/0/0, p 1) vs ASHA |"
+        in delay_1
+    )
+    assert (
+        "| LCBench | 1 | DyHPO | fully-trained | +0.000 (0/1/0, p 1) vs ASHA | +0.000 (0/1/0, p 1) vs ASHA "
+        "| +0.100 (0/0/1, p 1) vs ASHA |"
+        in delay_1
+    )
     # delay 10: DyHPO alone, no reference to compare with
     assert "| LCBench | 1 | DyHPO | 1 | 0.500 | 0.400 | 0.100 |" in delay_10 and "| ASHA |" not in delay_10
     assert "| LCBench | 1 | DyHPO | anytime | - | - | - |" in delay_10

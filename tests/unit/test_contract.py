@@ -9,10 +9,10 @@ import re
 import dill
 import numpy as np
 import pytest
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
 from syne_tune.config_space import choice, loguniform, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial, one_epoch_per_decision, simulate_tuner, tiny_blackbox
 from syne_dyhpo import (
     CandidateOptions,
     DeepKernelGPConfig,
@@ -40,7 +40,8 @@ def test_tuner_with_default_save_tuner_runs_to_the_end(method, tmp_path):
     scheduler = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=10, random_seed=0)
     tuner, df = simulate_tuner(scheduler, blackbox, n_workers=2, max_epochs=60, save_tuner=True)
     assert len(df) >= 60
-    loaded = dill.load(open(tuner.tuner_path / "tuner.dill", "rb"))
+    with open(tuner.tuner_path / "tuner.dill", "rb") as f:
+        loaded = dill.load(f)
     assert loaded.scheduler.observations.num_observations == scheduler.observations.num_observations
 
 
@@ -219,7 +220,8 @@ SPACE = {"lr": loguniform(1e-4, 1e-1), "dropout": uniform(0.0, 0.5)}
 )
 def test_candidate_configs_outside_the_space_are_refused(bad, message):
     with pytest.raises(ConfigSpaceError, match=message):
-        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad])))
+        candidates = CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}, bad])
+        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=candidates))
 
 
 def test_empty_candidate_configs_are_refused_by_name():
@@ -239,7 +241,11 @@ def test_bad_epochs_are_refused_naming_time_attr_and_value(epoch):
 
 
 def test_bad_constructor_arguments_name_the_argument():
-    for kwargs, name in [({"time_attr": ""}, "time_attr"), ({"random_seed": 1.5}, "random_seed"), ({"max_t": 0}, "max_t")]:
+    for kwargs, name in [
+        ({"time_attr": ""}, "time_attr"),
+        ({"random_seed": 1.5}, "random_seed"),
+        ({"max_t": 0}, "max_t"),
+    ]:
         with pytest.raises(ValueError, match=name):
             DyHPO(SPACE, metric="loss", **{"max_t": 5, **kwargs})
 
@@ -249,8 +255,13 @@ def test_bad_constructor_arguments_name_the_argument():
 
 def _paused_trial(max_t=5):
     # prefers new configurations: every decision pauses the reporting trial
-    s = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=max_t, random_seed=0,
-              options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=10)))
+    s = DyHPO(
+        {"x": uniform(0, 1)},
+        metric="loss",
+        max_t=max_t,
+        random_seed=0,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=10)),
+    )
     trial = make_trial(0, s.suggest().config)
     s.on_trial_add(trial)
     assert s.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.PAUSE
@@ -312,8 +323,14 @@ def test_a_metric_that_never_changes_is_tuned_to_the_end_without_fallbacks(metho
 def test_points_to_evaluate_are_started_first_in_order(method):
     blackbox = tiny_blackbox(num_configs=40, max_t=5)
     points = [{"x": 17, "c": "a"}, {"x": 3, "c": "a"}, {"x": 29, "c": "a"}]
-    s = method(blackbox.configuration_space, metric="error", do_minimize=True, max_t=5, random_seed=0,
-               points_to_evaluate=points)
+    s = method(
+        blackbox.configuration_space,
+        metric="error",
+        do_minimize=True,
+        max_t=5,
+        random_seed=0,
+        points_to_evaluate=points,
+    )
     _, df = simulate_tuner(s, blackbox, n_workers=2, max_epochs=40)
     first = df.sort_values("st_tuner_time", kind="stable").drop_duplicates("trial_id")["config_x"].tolist()
     assert first[:3] == [17, 3, 29]
@@ -324,8 +341,13 @@ def test_points_to_evaluate_are_validated():
     with pytest.raises(ConfigSpaceError, match=r"points_to_evaluate\[0\]: lr=5.0 is outside"):
         DyHPO(SPACE, metric="loss", max_t=5, points_to_evaluate=[{"lr": 5.0, "dropout": 0.1}])
     with pytest.raises(ValueError, match=r"points_to_evaluate\[0\] = .* is not one of the candidate configurations"):
-        DyHPO(SPACE, metric="loss", max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}])),
-              points_to_evaluate=[{"lr": 1e-2, "dropout": 0.1}])
+        DyHPO(
+            SPACE,
+            metric="loss",
+            max_t=5,
+            options=FreezeThawOptions(candidates=CandidateOptions(configs=[{"lr": 1e-3, "dropout": 0.1}])),
+            points_to_evaluate=[{"lr": 1e-2, "dropout": 0.1}],
+        )
     # None: nothing special, as Syne Tune 0.16's searchers (no default configuration)
     s = DyHPO(SPACE, metric="loss", max_t=5, random_seed=0, points_to_evaluate=None)
     assert s.suggest().config != DyHPO(SPACE, metric="loss", max_t=5, random_seed=1).suggest().config

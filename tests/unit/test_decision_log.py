@@ -5,6 +5,7 @@ and that it survives pickling with decisions still pending."""
 from __future__ import annotations
 
 import pickle
+import re
 from datetime import datetime
 
 import numpy as np
@@ -14,8 +15,8 @@ from syne_tune.backend.trial_status import Trial
 from syne_tune.config_space import uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision
 
-from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo import DeepPowerLaw, DyHPO, FreezeThawOptions
+from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, REASONS, RUN_INFO_FILENAME, DecisionLog
 
 MAX_T = 4
@@ -26,7 +27,8 @@ def quick_completion(after: int, dyhpo: bool = True):
     (runs of a few epochs)."""
     from dataclasses import replace
 
-    from syne_dyhpo.methods import deep_power_law, dyhpo as dyhpo_module
+    from syne_dyhpo.methods import deep_power_law
+    from syne_dyhpo.methods import dyhpo as dyhpo_module
 
     base = dyhpo_module.DEFAULT_COMPLETION if dyhpo else deep_power_law.DEFAULT_COMPLETION
     return replace(base, after=after, delay=0.0)
@@ -92,7 +94,7 @@ class Driver:
             self.running[tid] = self.clock + 1.0 + self.trials[tid].config["y"]
         return True
 
-    def run(self, num_results: int) -> "Driver":
+    def run(self, num_results: int) -> Driver:
         while sum(1 for c in self.calls if c[0] == "result") < num_results and self.step():
             pass
         return self
@@ -198,7 +200,7 @@ def test_clock_without_tuner_and_with_tuner_start():
 
 
 def test_bad_flag_is_refused_by_name():
-    with pytest.raises(ValueError, match="FreezeThawOptions.log_decisions must be True or False, got 'yes'"):
+    with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.log_decisions must be True or False, got 'yes'")):
         make(DyHPO, log_decisions="yes")
 
 

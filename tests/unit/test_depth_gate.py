@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 from syne_tune.config_space import choice
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from test_scheduler_core import PreferencePolicy, make, report, start
 
 from syne_dyhpo import CandidateOptions, DepthGate, FreezeThawOptions, IncumbentCompletion
 from syne_dyhpo.core.decision import DecisionMaker
 from syne_dyhpo.core.observations import Observations
 from syne_dyhpo.core.scheduler import FreezeThawScheduler
-from test_scheduler_core import PreferencePolicy, make, report, start
 
 
 def observations(curves: dict[int, list[float]], max_t: int = 5) -> Observations:
@@ -73,18 +73,29 @@ def test_settings_are_checked_naming_the_field_and_value():
         ("min_kept", (0, -1, 1.5, True, "2"), "an integer >= 1"),
     ]:
         for value in values:
-            with pytest.raises(ValueError, match=f"DepthGate.{field} must be {expected}, got {re.escape(repr(value))}$"):
+            with pytest.raises(
+                ValueError, match=f"DepthGate.{field} must be {expected}, got {re.escape(repr(value))}$"
+            ):
                 DepthGate(**{field: value})
-    with pytest.raises(ValueError, match="depth_gate must be a DepthGate or None, got 0.5"):
-        FreezeThawScheduler({"x": choice([1, 2])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=3, depth_gate=0.5,
-                            completion=None)
+    with pytest.raises(ValueError, match=re.escape("depth_gate must be a DepthGate or None, got 0.5")):
+        FreezeThawScheduler(
+            {"x": choice([1, 2])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=3, depth_gate=0.5, completion=None
+        )
 
 
 def decider(prefer, obs: Observations, gate: DepthGate | None, completion: IncumbentCompletion | None) -> DecisionMaker:
-    return DecisionMaker(PreferencePolicy(prefer), obs, segment_end=lambda r: 1 if r is None else r.last_epoch + 1,
-                         rng=np.random.RandomState(0), random_seed=0,
-                         candidates=CandidateOptions(num_initial_random=0), completion=completion, promotion=None,
-                         max_kept_paused=None, depth_gate=gate)
+    return DecisionMaker(
+        PreferencePolicy(prefer),
+        obs,
+        segment_end=lambda r: 1 if r is None else r.last_epoch + 1,
+        rng=np.random.RandomState(0),
+        random_seed=0,
+        candidates=CandidateOptions(num_initial_random=0),
+        completion=completion,
+        promotion=None,
+        max_kept_paused=None,
+        depth_gate=gate,
+    )
 
 
 # trial 0 has the best loss seen (0.05 at epoch 1), then 0.9 at epoch 2, where trials 1-3
@@ -103,7 +114,8 @@ def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
     assert d.decide(records, new, np.zeros((1, 1)), num_started=4).trial_id == (0 if gate is None else 1)
     # trial 1 is running: with the gate trial 2 is the only one in contention
     assert d.decide([records[i] for i in (0, 2, 3)], new, np.zeros((1, 1)), num_started=4).trial_id == (
-        0 if gate is None else 2)
+        0 if gate is None else 2
+    )
     # none in contention (trials 0 and 3) but a new configuration on offer: it is started
     decision = d.decide([records[0], records[3]], new, np.zeros((1, 1)), num_started=4)
     assert (decision.trial_id, decision.config) == ((0, None) if gate is None else (None, {"x": 9}))
@@ -113,19 +125,30 @@ def test_the_acquisition_chooses_only_among_trials_in_contention(gate):
 
 def test_the_gate_is_in_the_schedulers_metadata():
     assert make(lambda t, c: 0.0, depth_gate=DepthGate(0.25, 3)).metadata()["depth_gate"] == {
-        "top_fraction": 0.25, "min_kept": 3}
+        "top_fraction": 0.25,
+        "min_kept": 3,
+    }
     # the scheduler's default is DepthGate()'s defaults: three quarters in contention
     assert make(lambda t, c: 0.0).metadata()["depth_gate"] == {"top_fraction": 0.75, "min_kept": 2}
     assert make(lambda t, c: 0.0, depth_gate=DepthGate()).metadata()["depth_gate"] == {
-        "top_fraction": 0.75, "min_kept": 2}
+        "top_fraction": 0.75,
+        "min_kept": 2,
+    }
     assert make(lambda t, c: 0.0, depth_gate=None).metadata()["depth_gate"] is None
 
 
 def test_a_gate_with_nothing_in_contention_and_no_new_configuration_left_still_decides():
     table = [{"x": 0.0}, {"x": 1.0}]
-    s = FreezeThawScheduler({"x": choice([0.0, 1.0])}, "loss", PreferencePolicy(lambda t, c: 0.0), max_t=4,
-                            random_seed=0, completion=None, depth_gate=DepthGate(0.5, min_kept=1),
-                            options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=1, configs=table)))
+    s = FreezeThawScheduler(
+        {"x": choice([0.0, 1.0])},
+        "loss",
+        PreferencePolicy(lambda t, c: 0.0),
+        max_t=4,
+        random_seed=0,
+        completion=None,
+        depth_gate=DepthGate(0.5, min_kept=1),
+        options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=1, configs=table)),
+    )
     t0, t1 = start(s, 0), start(s, 1)
     report(s, t0, 1, float("nan"))  # diverged: stopped, never resumed
     s.on_trial_remove(t0)
@@ -137,8 +160,12 @@ def test_the_completion_is_not_gated_it_keeps_its_leader():
     obs = observations(FALLEN_LEADER)
     records = [obs.trials[t] for t in (0, 2, 3)]  # trial 1 runs
     # the policy prefers paused trials over new ones, the highest trial id first
-    d = decider(lambda tid, c: -1.0 if tid is None else 0.1 * tid, obs,
-                DepthGate(0.5), IncumbentCompletion(after=1, delay=0.0, commit_after=None))
+    d = decider(
+        lambda tid, c: -1.0 if tid is None else 0.1 * tid,
+        obs,
+        DepthGate(0.5),
+        IncumbentCompletion(after=1, delay=0.0, commit_after=None),
+    )
     # trial 0 leads by its best score but is out of contention at epoch 2: the completion
     # resumes it all the same
     assert d.decide(records, [{"x": 9}], np.zeros((1, 1)), num_started=4).trial_id == 0

@@ -14,7 +14,7 @@ import gpytorch
 import numpy as np
 import pytest
 import torch
-from syne_tune.config_space import choice, finrange, logfinrange, loguniform, lograndint, ordinal, randint, uniform
+from syne_tune.config_space import choice, finrange, logfinrange, lograndint, loguniform, ordinal, randint, uniform
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
@@ -41,7 +41,6 @@ from syne_dyhpo.surrogates.marginal_likelihood import negative_mll, negative_mll
 from syne_dyhpo.surrogates.optim import Adam
 from syne_dyhpo.surrogates.outcome_transform import ScoreTransform
 from syne_dyhpo.surrogates.power_law import PowerLawConfig, PowerLawEnsemble, PowerLawNets, train_step
-
 
 # ----- observations: rows kept up to date == rows rebuilt from the curves ---------------------
 
@@ -210,7 +209,8 @@ def test_power_law_closed_form_gradients_with_batch_norm_equal_autograd():
         for (name, _), grad, want in zip(reference.named_parameters(), grads, expected_grads):
             assert grad.shape == want.shape, name
             # the biases before a BatchNorm have gradient 0 (it removes them): rounding noise
-            np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-7, err_msg=name)
+            atol = 1e-6 * float(want.abs().max()) + 1e-7
+            np.testing.assert_allclose(grad.numpy(), want.numpy(), rtol=1e-4, atol=atol, err_msg=name)
         for key, tensor in reference.state_dict().items():
             if "running" in key or "num_batches" in key:
                 assert torch.allclose(fast.state_dict()[key], tensor, rtol=1e-6, atol=1e-7), key
@@ -228,7 +228,9 @@ def test_power_law_batch_norm_predicts_with_running_statistics_and_skips_single_
     mean, std = ensemble.predict(candidates, candidates.budget)
     # a candidate's prediction does not depend on the others predicted with it (running
     # statistics, not those of the batch), and predicting changes no statistic
-    alone, _ = ensemble.predict(Candidates(data.x[:1], np.full(1, 10), np.full((1, 10), np.nan), [None], [{}]), np.full(1, 10))
+    alone, _ = ensemble.predict(
+        Candidates(data.x[:1], np.full(1, 10), np.full((1, 10), np.nan), [None], [{}]), np.full(1, 10)
+    )
     assert alone[0] == pytest.approx(mean[0], rel=1e-5)
     assert int(nets.norms[0].num_batches_tracked) == 3
     assert np.all(std > 0)
@@ -239,7 +241,11 @@ def test_power_law_batch_norm_predicts_with_running_statistics_and_skips_single_
 
 
 def test_adam_over_mixed_dtypes_equals_torch_adam():
-    params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
+    params = [
+        torch.randn(3, 4, dtype=torch.float32),
+        torch.randn(5, dtype=torch.float64),
+        torch.randn(2, dtype=torch.float32),
+    ]
     ref = [p.clone().requires_grad_() for p in params]
     optimizer = torch.optim.Adam(ref, lr=0.1)
     adam = Adam(params, lr=0.1)
@@ -254,7 +260,11 @@ def test_adam_over_mixed_dtypes_equals_torch_adam():
 
 
 def test_adam_round_trips_through_pickle_and_steps_on_as_before():
-    params = [torch.randn(3, 4, dtype=torch.float32), torch.randn(5, dtype=torch.float64), torch.randn(2, dtype=torch.float32)]
+    params = [
+        torch.randn(3, 4, dtype=torch.float32),
+        torch.randn(5, dtype=torch.float64),
+        torch.randn(2, dtype=torch.float32),
+    ]
     adam = Adam([p.clone() for p in params], lr=0.1)
     grads = [[torch.randn_like(p) for p in params] for _ in range(6)]
     for g in grads[:3]:
@@ -322,13 +332,16 @@ def test_power_law_step_caps():
         PowerLawConfig(refine_steps_shrink_after=0)
 
 
-@pytest.mark.parametrize("n, fit_steps, refine_steps", [(640, 2500, 16), (1000, 4000, 16), (1100, 4000, 16), (4000, 4000, 8)])
+@pytest.mark.parametrize(
+    "n, fit_steps, refine_steps", [(640, 2500, 16), (1000, 4000, 16), (1100, 4000, 16), (4000, 4000, 8)]
+)
 def test_deep_power_laws_default_caps_train_as_version_0_1_up_to_1024_observations(
     n, fit_steps, refine_steps, monkeypatch
 ):
     # version 0.1 had no cap on fits from scratch (250 epochs of ceil(n / 64) minibatches) and
     # 16 steps per refinement: the default's caps bind only beyond 1024 and 2000 observations
     import syne_dyhpo.surrogates.power_law as pl
+
     data = power_law_data(n=n)
     counted = []
     monkeypatch.setattr(pl, "train_step", lambda *a: counted.append(1))  # count, do not train
@@ -344,7 +357,14 @@ def test_refinement_cap_shrinks_as_the_inverse_of_the_data_beyond_its_size():
 
     shrinking = PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=2000)
     assert [refine_step_cap(shrinking, n) for n in (1, 2000, 2001, 4000, 5000, 8000, 10000, 40000)] == [
-        16, 16, 15, 8, 6, 4, 3, 1  # never below one step
+        16,
+        16,
+        15,
+        8,
+        6,
+        4,
+        3,
+        1,  # never below one step
     ]
     no_shrinking = PowerLawConfig(max_refine_steps=16, refine_steps_shrink_after=None)
     assert refine_step_cap(no_shrinking, 10**6) == 16
@@ -374,7 +394,9 @@ def saturating_observations(n_trials: int, max_t: int, seed: int, lengths=None) 
 
 def normalised(obs: Observations, transform: ScoreTransform):
     raw = obs.training_data()
-    return replace(raw, y=transform(raw.y), curves=transform.curves(raw.curves), version=(raw.version, transform.version))
+    return replace(
+        raw, y=transform(raw.y), curves=transform.curves(raw.curves), version=(raw.version, transform.version)
+    )
 
 
 def candidates_of(obs: Observations, transform: ScoreTransform, new_x: np.ndarray) -> Candidates:
@@ -447,10 +469,15 @@ def _closed_form_against_autograd(model, inputs: torch.Tensor, targets: torch.Te
     for (name, _), expected in zip(named, reference_grads):
         assert grads[name].shape == expected.shape and grads[name].dtype == expected.dtype, name
         scale = float(expected.abs().max())
-        np.testing.assert_allclose(grads[name].numpy(), expected.numpy(), rtol=1e-4, atol=1e-6 * scale + 1e-12, err_msg=name)
+        np.testing.assert_allclose(
+            grads[name].numpy(), expected.numpy(), rtol=1e-4, atol=1e-6 * scale + 1e-12, err_msg=name
+        )
     expected_state, state = reference_model.state_dict(), model.state_dict()
-    for key in ("extractor.config_layer.1.running_mean", "extractor.config_layer.1.running_var",
-                "extractor.config_layer.1.num_batches_tracked"):
+    for key in (
+        "extractor.config_layer.1.running_mean",
+        "extractor.config_layer.1.running_var",
+        "extractor.config_layer.1.num_batches_tracked",
+    ):
         assert torch.allclose(state[key], expected_state[key], rtol=1e-6), key
     assert int(state["extractor.config_layer.1.num_batches_tracked"]) >= 1
 
@@ -547,7 +574,7 @@ def test_candidate_cache_of_a_new_posterior_starts_at_the_size_the_last_one_grew
     import syne_dyhpo.surrogates.deep_kernel_gp.posterior as dkgp
 
     monkeypatch.setattr(dkgp, "_MIN_CACHED_CANDIDATES", 4096)
-    gp, obs, curves, transform = fitted_gp
+    gp, obs, _curves, transform = fitted_gp
     rng = np.random.RandomState(2)
     for _ in range(3):  # 3 x 200 new inputs: the cache grows by doubling, past 256 slots
         cands = candidates_of(obs, transform, rng.rand(200, 2))
@@ -626,7 +653,7 @@ def test_bounded_conditioning_set_covering_all_rows_is_the_full_posterior_and_ot
 
 
 def test_bound_below_the_number_of_configurations_keeps_the_latest_rows_of_the_most_recent_ones(fitted_gp):
-    gp, obs, curves, transform = fitted_gp
+    gp, obs, _curves, transform = fitted_gp
     latest = _latest_row_of_each_config(obs)
     assert len(latest) == 25
     bounded = _trained_gp_with_bound(gp, 20)
@@ -693,8 +720,9 @@ class RecordingSurrogate(Surrogate):
 
 def test_policy_refines_on_evidence_of_misfit_and_at_the_latest_on_the_clock():
     surrogate = RecordingSurrogate()
-    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
-                             FitSchedule(refine_every=5, refine_on_misfit=0.01))
+    policy = SurrogatePolicy(
+        surrogate, MultiFidelityLogEI.from_observations, FitSchedule(refine_every=5, refine_on_misfit=0.01)
+    )
     obs = Observations(max_t=50, do_minimize=False)
     obs.add_trial(0, {}, np.zeros(1))
     epoch = 0
@@ -727,8 +755,11 @@ def test_policy_uses_only_the_capabilities_a_surrogate_declares():
             raise AssertionError("asked for an undeclared capability")
 
     surrogate = NoMisfit()
-    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
-                             FitSchedule(refine_every=3, refine_on_misfit=0.01, rescale_when_outdated=True))
+    policy = SurrogatePolicy(
+        surrogate,
+        MultiFidelityLogEI.from_observations,
+        FitSchedule(refine_every=3, refine_on_misfit=0.01, rescale_when_outdated=True),
+    )
     obs = Observations(max_t=50, do_minimize=False)
     obs.add_trial(0, {}, np.zeros(1))
     for epoch in range(1, 8):
@@ -737,10 +768,14 @@ def test_policy_uses_only_the_capabilities_a_surrogate_declares():
     # the clock alone: scratch, then refined every 3 observations
     assert surrogate.calls == ["scratch", "condition", "condition", "refine", "condition", "condition", "refine"]
     assert policy._can_rescale() is False
-    with pytest.raises(ValueError, match="condition_on_pending=True needs a surrogate with the pending capability; "
-                                         "NoMisfit has SurrogateCapabilities"):
-        SurrogatePolicy(NoMisfit(), MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1),
-                        condition_on_pending=True)
+    with pytest.raises(
+        ValueError,
+        match="condition_on_pending=True needs a surrogate with the pending capability; "
+        "NoMisfit has SurrogateCapabilities",
+    ):
+        SurrogatePolicy(
+            NoMisfit(), MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1), condition_on_pending=True
+        )
     assert DeepKernelGP.capabilities == SurrogateCapabilities(misfit=True, pending=True)
     assert PowerLawEnsemble.capabilities == SurrogateCapabilities(rescale=True)
 
@@ -761,8 +796,9 @@ def test_pending_results_reach_the_surrogate_through_the_policy_without_changing
     pending = Candidates(np.ones((1, 1)), np.array([2]), np.full((1, 5), np.nan), [2], [{}])
     for condition, expected in ((True, 1), (False, None)):
         surrogate = Pending()
-        policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1),
-                                 condition_on_pending=condition)
+        policy = SurrogatePolicy(
+            surrogate, MultiFidelityLogEI.from_observations, FitSchedule(refine_every=1), condition_on_pending=condition
+        )
         model = policy.fit(obs, seed=0)
         policy.score(model, cands, obs, pending=pending)
         assert surrogate.calls[-1] == ("predict", expected) and model.pending is None
@@ -776,8 +812,9 @@ def test_refines_every_refine_every_observations_or_a_fraction_of_all_whichever_
         with pytest.raises(ValueError, match="refine_every_fraction must be a finite number > 0 or None"):
             FitSchedule(refine_every=15, refine_every_fraction=value)
     surrogate = RecordingSurrogate()
-    policy = SurrogatePolicy(surrogate, MultiFidelityLogEI.from_observations,
-                             FitSchedule(refine_every=2, refine_every_fraction=0.25))
+    policy = SurrogatePolicy(
+        surrogate, MultiFidelityLogEI.from_observations, FitSchedule(refine_every=2, refine_every_fraction=0.25)
+    )
     obs = Observations(max_t=50, do_minimize=False)
     obs.add_trial(0, {}, np.zeros(1))
     for epoch in range(1, 21):
@@ -800,9 +837,17 @@ def test_torch_threads_restores_the_setting():
 # ----- vectorised sampling and encoding == config by config ----------------------------------
 
 SPACE = {
-    "a": uniform(0, 1), "b": loguniform(1e-4, 1), "c": randint(1, 100), "d": lograndint(1, 1000),
-    "e": choice(["x", "y", "z"]), "f": ordinal([1, 2, 4, 8]), "g": finrange(0.1, 0.9, 5),
-    "h": logfinrange(1, 64, 7), "k": 42, "m": choice([1.5, 2.5, 3.0]), "n": uniform(2.0, 2.0),
+    "a": uniform(0, 1),
+    "b": loguniform(1e-4, 1),
+    "c": randint(1, 100),
+    "d": lograndint(1, 1000),
+    "e": choice(["x", "y", "z"]),
+    "f": ordinal([1, 2, 4, 8]),
+    "g": finrange(0.1, 0.9, 5),
+    "h": logfinrange(1, 64, 7),
+    "k": 42,
+    "m": choice([1.5, 2.5, 3.0]),
+    "n": uniform(2.0, 2.0),
 }
 
 
@@ -851,8 +896,13 @@ def test_vectorised_sampling_and_encoding_equal_config_by_config():
 
 def test_rows_never_scored_as_candidates_extend_the_factor_by_a_solve(fitted_gp):
     gp, obs, curves, transform = fitted_gp
-    new = Candidates(np.random.RandomState(4).rand(6, 2), np.ones(6, dtype=int), np.full((6, obs.max_t), np.nan),
-                     [None] * 6, [{}] * 6)
+    new = Candidates(
+        np.random.RandomState(4).rand(6, 2),
+        np.ones(6, dtype=int),
+        np.full((6, obs.max_t), np.nan),
+        [None] * 6,
+        [{}] * 6,
+    )
     gp.predict(new, new.budget)  # only new configurations: no paused trial's input is cached
     size = gp._posterior.size
     for tid in (1, 2, 3):

@@ -4,17 +4,18 @@ running (CONTINUE) while a losing one is paused."""
 
 import logging
 import math
+import re
 
 import numpy as np
 import pytest
-from syne_tune.optimizer.scheduler import SchedulerDecision as D
-
 from conftest import suggested_trial
+from syne_tune.optimizer.scheduler import SchedulerDecision as D
+from test_scheduler_core import make, start
+
 from syne_dyhpo import JobCosts
 from syne_dyhpo.core import job_costs
 from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
 from syne_dyhpo.core.observations import TrialStatus
-from test_scheduler_core import make, start
 
 
 def _sim(epoch, t):
@@ -78,7 +79,7 @@ def test_a_given_start_cost_is_used_and_bad_ones_are_refused():
         timer.log_seconds(np.array([1, 1, 2]), np.array([False, True, True])), np.log([5.0, 35.0, 40.0])
     )
     for bad in (-1.0, math.inf, math.nan, "10", True):
-        with pytest.raises(ValueError, match="JobCosts.start_seconds"):
+        with pytest.raises(ValueError, match=re.escape("JobCosts.start_seconds")):
             JobCosts(start_seconds=bad)
 
 
@@ -106,7 +107,7 @@ def _running_trial_at_a_segment_end(job_costs, new_value):
 def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, new_wins):
     # log EI: the new configuration 0.8 above the running trial; a start of s seconds costs it
     # log(1 + s) more than the running trial's one epoch of 1 s
-    s, t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
+    s, _t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
     assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
     assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
 
@@ -162,7 +163,8 @@ def _trained(costs, seed):
         answer = D.CONTINUE
         while answer == D.CONTINUE and len(order) < 60:
             epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": value(trial, epoch), "st_tuner_time": clock["t"]})
+            result = {"epoch": epoch, "loss": value(trial, epoch), "st_tuner_time": clock["t"]}
+            answer = s.on_trial_result(trial, result)
         s.on_trial_remove(trial)
     return order
 
@@ -177,8 +179,13 @@ def test_with_free_starts_the_same_trials_train_the_same_epochs(seed):
 
 def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missing(caplog):
     winner = {"id": 0}
-    s = make(lambda tid, c: 2.0 if tid == winner["id"] else 1.0, max_t=10, max_resource_attr="stop_at",
-             job_costs=JobCosts(), num_initial_random=1)
+    s = make(
+        lambda tid, c: 2.0 if tid == winner["id"] else 1.0,
+        max_t=10,
+        max_resource_attr="stop_at",
+        job_costs=JobCosts(),
+        num_initial_random=1,
+    )
     t0 = start(s, 0)
     assert s.on_trial_result(t0, _sim(1, 1.0)) == D.CONTINUE
     winner["id"] = None

@@ -56,18 +56,39 @@ def _no_op(*args, **kwargs):
         (torch, "_fused_adam_", None, "fails (AttributeError"),  # removed
         (torch, "_fused_adam_", lambda *a, lr, beta1, beta2, eps, maximize: None, "fails (TypeError"),  # new signature
         (torch, "_fused_adam_", _no_op, "gives other numbers than torch.optim.Adam"),  # other meaning
-        (torch.ops.aten, "native_batch_norm", lambda *a: (_ for _ in ()).throw(RuntimeError("no such op")),
-         "fails (RuntimeError: no such op"),
-        (torch.ops.aten, "native_batch_norm_backward", lambda *a: tuple(torch.zeros_like(t) for t in a[:3]),
-         "gives other numbers than autograd (input)"),
+        (
+            torch.ops.aten,
+            "native_batch_norm",
+            lambda *a: (_ for _ in ()).throw(RuntimeError("no such op")),
+            "fails (RuntimeError: no such op",
+        ),
+        (
+            torch.ops.aten,
+            "native_batch_norm_backward",
+            lambda *a: tuple(torch.zeros_like(t) for t in a[:3]),
+            "gives other numbers than autograd (input)",
+        ),
         (torch.ops.aten, "leaky_relu_backward", lambda grad, x, slope: grad, "fails (TypeError"),
-        (torch.ops.aten, "leaky_relu_backward", lambda grad, x, slope, is_result: grad, "gives other numbers than autograd"),
+        (
+            torch.ops.aten,
+            "leaky_relu_backward",
+            lambda grad, x, slope, is_result: grad,
+            "gives other numbers than autograd",
+        ),
     ],
-    ids=["adam removed", "adam signature", "adam numbers", "batch norm missing", "batch norm backward numbers",
-         "leaky relu signature", "leaky relu numbers"],
+    ids=[
+        "adam removed",
+        "adam signature",
+        "adam numbers",
+        "batch norm missing",
+        "batch norm backward numbers",
+        "leaky relu signature",
+        "leaky relu numbers",
+    ],
 )
-def test_a_missing_or_changed_private_op_is_refused_with_a_warning_naming_it(fresh_verdicts, monkeypatch, target, name,
-                                                                               fake, problem):
+def test_a_missing_or_changed_private_op_is_refused_with_a_warning_naming_it(
+    fresh_verdicts, monkeypatch, target, name, fake, problem
+):
     if fake is None:
         monkeypatch.delattr(target, name)
     else:
@@ -90,8 +111,11 @@ def test_a_missing_or_changed_private_op_is_refused_with_a_warning_naming_it(fre
 
 def test_adam_by_torch_adam_steps_as_the_fused_kernel(monkeypatch):
     gen = torch.Generator().manual_seed(0)
-    params = [torch.randn(3, 4, generator=gen), torch.randn(5, dtype=torch.float64, generator=gen),
-              torch.randn(2, generator=gen).requires_grad_()]
+    params = [
+        torch.randn(3, 4, generator=gen),
+        torch.randn(5, dtype=torch.float64, generator=gen),
+        torch.randn(2, generator=gen).requires_grad_(),
+    ]
     grads = [[torch.randn(p.shape, dtype=p.dtype, generator=gen) * (step + 1) for p in params] for step in range(12)]
     fast = Adam([p.detach().clone() for p in params], lr=0.05)
     for g in grads:
@@ -131,8 +155,9 @@ def test_power_law_gradients_by_autograd_equal_the_closed_form(monkeypatch, batc
     for (name, _), got, want in zip(fast.named_parameters(), public_grads, grads):
         assert got.shape == want.shape, name
         # with BatchNorm, the biases before it have gradient 0 (it removes them): rounding noise
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-7,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-7, err_msg=name
+        )
     for key, tensor in fast.state_dict().items():  # the running statistics, updated the same
         assert torch.allclose(public.state_dict()[key], tensor, rtol=1e-6, atol=1e-7), key
 
@@ -158,7 +183,9 @@ def test_power_law_ensemble_trained_on_the_public_path_predicts_as_the_fast_one(
     with torch.random.fork_rng():
         torch.manual_seed(3)  # the fit's initial weights
         initial = PowerLawNets(data.x.shape[1], cfg)
-    assert all(float((a - b).detach().abs().max()) > 1e-3 for a, b in zip(fast._nets.parameters(), initial.parameters()))
+    assert all(
+        float((a - b).detach().abs().max()) > 1e-3 for a, b in zip(fast._nets.parameters(), initial.parameters())
+    )
 
 
 def _gp_model(seed: int = 3):
@@ -193,7 +220,8 @@ def test_marginal_likelihood_gradients_by_autograd_equal_the_closed_form(monkeyp
     for name, want in grads.items():
         got = public_grads[name]
         assert got.shape == want.shape and got.dtype == want.dtype, name
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-12,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            got.numpy(), want.numpy(), rtol=1e-4, atol=1e-6 * float(want.abs().max()) + 1e-12, err_msg=name
+        )
     for key, tensor in fast.state_dict().items():  # BatchNorm's running statistics too
         assert torch.allclose(public.state_dict()[key], tensor, rtol=1e-6), key

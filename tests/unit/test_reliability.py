@@ -90,8 +90,14 @@ def test_integer_values_are_validated_as_before_without_listing(value, inside):
 def test_lists_as_categories_are_suggested_as_the_lists(method, finite):
     layers = [[64, 64], [128], [32, 32, 32]]
     space = {"layers": choice(layers), "lr": choice([0.1, 0.01]) if finite else uniform(0, 1)}
-    scheduler = method(space, metric="loss", max_t=2, random_seed=1, options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)),
-                       points_to_evaluate=[{"layers": [128], "lr": 0.1}])
+    scheduler = method(
+        space,
+        metric="loss",
+        max_t=2,
+        random_seed=1,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)),
+        points_to_evaluate=[{"layers": [128], "lr": 0.1}],
+    )
     trials: dict = {}
     seen = []
     for _ in range(6):
@@ -134,8 +140,9 @@ def test_ray_grid_search_becomes_a_choice():
     with pytest.raises(ValueError, match="'n'"):
         config_space_from_ray({"n": tune.grid_search([])})
     # a space whose only hyperparameter is a grid is converted too
-    scheduler = ray_scheduler("dyhpo", {"n": tune.grid_search([[64], [128, 128]]), "c": 5}, metric="loss", max_t=3,
-                              random_seed=0)
+    scheduler = ray_scheduler(
+        "dyhpo", {"n": tune.grid_search([[64], [128, 128]]), "c": 5}, metric="loss", max_t=3, random_seed=0
+    )
     values = [scheduler.core.suggest().config["n"] for _ in range(2)]
     assert sorted(values) == [[64], [128, 128]]
 
@@ -230,8 +237,9 @@ def test_a_first_report_past_max_t_is_refused_naming_time_attr_value_and_max_t(m
 
 
 def test_a_report_past_max_t_after_a_curve_still_stops_the_trial():
-    scheduler = DyHPO({"x": uniform(0, 1)}, metric="loss", max_t=2, options=FreezeThawOptions(budget_step=2),
-                      random_seed=0)
+    scheduler = DyHPO(
+        {"x": uniform(0, 1)}, metric="loss", max_t=2, options=FreezeThawOptions(budget_step=2), random_seed=0
+    )
     trial = _start(scheduler, {})
     assert scheduler.on_trial_result(trial, {"epoch": 1, "loss": 0.5}) == D.CONTINUE
     assert scheduler.on_trial_result(trial, {"epoch": 3, "loss": 0.4}) == D.STOP
@@ -241,9 +249,14 @@ def test_a_report_past_max_t_after_a_curve_still_stops_the_trial():
 @pytest.mark.parametrize(
     "kwargs, message",
     [
-        ({"metric": "epoch", "time_attr": "epoch"}, "metric and time_attr must be different result keys, both are 'epoch'"),
-        ({"metric": "loss", "time_attr": "epoch", "max_resource_attr": "epoch"},
-         "max_resource_attr must differ from time_attr \\('epoch'\\)"),
+        (
+            {"metric": "epoch", "time_attr": "epoch"},
+            "metric and time_attr must be different result keys, both are 'epoch'",
+        ),
+        (
+            {"metric": "loss", "time_attr": "epoch", "max_resource_attr": "epoch"},
+            "max_resource_attr must differ from time_attr \\('epoch'\\)",
+        ),
     ],
 )
 @pytest.mark.parametrize("method", METHODS)
@@ -257,8 +270,14 @@ def test_clashing_result_keys_are_refused_at_construction(method, kwargs, messag
 
 def _paused_after_epoch_one(**kwargs):
     """Two configurations; trial 0 reports epoch 1 and is paused for a random second trial."""
-    scheduler = DyHPO({"x": choice([0.1, 0.2])}, metric="loss", max_t=6, random_seed=0,
-                      options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)), **kwargs)
+    scheduler = DyHPO(
+        {"x": choice([0.1, 0.2])},
+        metric="loss",
+        max_t=6,
+        random_seed=0,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_initial_random=2)),
+        **kwargs,
+    )
     trials: dict = {}
     t0 = _start(scheduler, trials)
     assert scheduler.on_trial_result(t0, {"epoch": 1, "loss": 0.5}) == D.PAUSE
@@ -290,7 +309,10 @@ def test_a_resumed_trial_reporting_past_its_next_epoch_logs_an_error_once_and_ke
         scheduler.on_trial_result(t0, {"epoch": 4, "loss": 0.2})
         errors = _errors(caplog)
         assert len(errors) == 1
-        assert "trial_id 0: lost epochs 2-3 of its curve" in errors[0].getMessage() and "max_resource_attr" in errors[0].getMessage()
+        assert (
+            "trial_id 0: lost epochs 2-3 of its curve" in errors[0].getMessage()
+            and "max_resource_attr" in errors[0].getMessage()
+        )
         curve = scheduler.observations.trials[0].scores
         assert curve[0] == -0.5 and np.isnan(curve[1]) and np.isnan(curve[2]) and curve[3] == -0.2
         # another loss in the same run: INFO, not another ERROR
@@ -307,7 +329,7 @@ def test_no_error_when_a_resumed_trial_reports_its_next_epoch(caplog):
 
 
 def test_a_paused_trials_job_reporting_past_its_segment_logs_an_error(caplog):
-    scheduler, trials, t0 = _paused_after_epoch_one(max_resource_attr="epochs")
+    scheduler, _trials, t0 = _paused_after_epoch_one(max_resource_attr="epochs")
     assert scheduler.on_trial_result(t0, {"epoch": 2, "loss": 0.4}) == D.PAUSE  # a late report
     errors = _errors(caplog)
     assert len(errors) == 1 and "config['epochs'] (max_resource_attr='epochs')" in errors[0].getMessage()

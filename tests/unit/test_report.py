@@ -5,11 +5,11 @@ text alone without matplotlib."""
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pandas as pd
 import pytest
+import tomllib
 
 from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, RUN_INFO_FILENAME, checkpoint_template
 from syne_dyhpo.report import cli, make_report
@@ -153,9 +153,15 @@ def test_checkpoint_locations_of_the_backends(tmp_path):
     from syne_dyhpo.backends.sagemaker import SageMakerBackend
 
     (tmp_path / "train.py").write_text("")
-    sagemaker = SageMakerBackend(entry_point="train.py", source_dir=str(tmp_path), role="arn:aws:iam::123456789012:role/MySageMakerRole",
-                                 instance_type="ml.m5.large", s3_path="s3://bucket/runs/", region="us-east-1",
-                                 framework_version="2.5.1")
+    sagemaker = SageMakerBackend(
+        entry_point="train.py",
+        source_dir=str(tmp_path),
+        role="arn:aws:iam::123456789012:role/MySageMakerRole",
+        instance_type="ml.m5.large",
+        s3_path="s3://bucket/runs/",
+        region="us-east-1",
+        framework_version="2.5.1",
+    )
     sagemaker.set_path(tuner_name="my-tuner")
     template = checkpoint_template(sagemaker)
     assert template == sagemaker.checkpoint_location(3).uri.replace("/3", "/{trial_id}")

@@ -136,7 +136,9 @@ def test_garbage_in_the_decision_log_is_skipped_and_counted(run_folder, capsys):
     path.write_text("\n".join(lines[:3] + garbage + lines[3:]) + "\n")  # 8 rows and 3 bad lines
     assert cli.main([str(run_folder), "--no-pictures"]) == 0
     out = capsys.readouterr().out
-    assert f"Warning: {path}: skipped 3 of 11 rows with a bad value or a wrong number of fields (the first: line 4" in out
+    assert (
+        f"Warning: {path}: skipped 3 of 11 rows with a bad value or a wrong number of fields (the first: line 4" in out
+    )
     report = make_report(run_folder, pictures=False)
     assert len(report.run.log) == len(LOG) and report.summary.jobs.count == 4
 
@@ -151,10 +153,14 @@ def test_a_bad_value_skips_its_row_and_names_the_file(run_folder, capsys):
     results.to_csv(results_path, index=False)
     assert cli.main([str(run_folder), "--no-pictures"]) == 0
     out = capsys.readouterr().out
-    assert f"Warning: {log_path}: skipped 1 of 8 rows with a bad value or a wrong number of fields (the first: " \
-           f"line 4, column 'session' = 'x')" in out
-    assert f"Warning: {results_path}: skipped 1 of 4 rows with a bad value (the first: line 3, column 'epoch' = " \
-           f"'one')" in out
+    assert (
+        f"Warning: {log_path}: skipped 1 of 8 rows with a bad value or a wrong number of fields (the first: "
+        f"line 4, column 'session' = 'x')" in out
+    )
+    assert (
+        f"Warning: {results_path}: skipped 1 of 4 rows with a bad value (the first: line 3, column 'epoch' = "
+        f"'one')" in out
+    )
     report = make_report(run_folder, pictures=False)
     assert report.summary.epochs == 3 and len(report.run.log) == 7
     assert report.histories[0].epochs == [2, 3]
@@ -165,8 +171,10 @@ def test_an_empty_or_cut_results_file_is_a_warning_and_the_log_is_read(run_folde
     (run_folder / "results.csv.zip").write_bytes(content)
     report = make_report(run_folder, pictures=False)
     warnings = [line for line in report.lines if line.startswith("Warning:")]
-    assert len(warnings) == 1 and f"{run_folder / 'results.csv.zip'}: unreadable after {loading.READ_TRIES} tries" \
-        in warnings[0]
+    assert (
+        len(warnings) == 1
+        and f"{run_folder / 'results.csv.zip'}: unreadable after {loading.READ_TRIES} tries" in warnings[0]
+    )
     assert report.summary.epochs == 0
     assert report.summary.started == 3  # the starts of the decision log
 
@@ -193,7 +201,8 @@ def test_reads_while_syne_tune_rewrites_the_results_never_fail(tmp_path, monkeyp
         writer.join()
     for run in runs:  # all results, or none and a warning: never a traceback, never a part
         assert (len(run.results), run.warnings) == (len(rows), []) or (
-            len(run.results) == 0 and "unreadable after" in run.warnings[0])
+            len(run.results) == 0 and "unreadable after" in run.warnings[0]
+        )
     assert any(len(run.results) for run in runs)
 
 
@@ -241,8 +250,10 @@ def test_job_starts_and_their_share_of_worker_time(run_folder):
     assert jobs.seconds == pytest.approx(4.5)
     # worker time: 2 workers x 8 s (the last decision)
     assert jobs.worker_seconds == pytest.approx(16.0) and jobs.share == pytest.approx(4.5 / 16.0)
-    assert ("Time of job starts: 28.1 % of worker time: 4.5 s beyond the epoch time, of 16.0 s (2 workers x 8.0 s; "
-            "measured for 3 of 4 job starts; epoch 1 s (median))") in report.lines
+    assert (
+        "Time of job starts: 28.1 % of worker time: 4.5 s beyond the epoch time, of 16.0 s (2 workers x 8.0 s; "
+        "measured for 3 of 4 job starts; epoch 1 s (median))"
+    ) in report.lines
     assert "Job starts: 4 (3 first starts, 1 resumes; 1.0 epochs per job start)" in report.lines
 
 
@@ -250,16 +261,20 @@ def test_job_start_share_is_unknown_where_the_files_do_not_tell(run_folder, tmp_
     (run_folder / RUN_INFO_FILENAME).write_text(json.dumps(info()))  # n_workers not recorded
     report = make_report(run_folder, pictures=False)
     assert report.summary.jobs.share is None and report.summary.jobs.seconds == pytest.approx(4.5)
-    assert any(line.startswith("Time of job starts: 4.5 s beyond the epoch time") and "give --n-workers" in line
-               for line in report.lines)
+    assert any(
+        line.startswith("Time of job starts: 4.5 s beyond the epoch time") and "give --n-workers" in line
+        for line in report.lines
+    )
     assert make_report(run_folder, pictures=False, n_workers=4).summary.jobs.share == pytest.approx(4.5 / 32.0)
     # every segment one epoch long: an epoch's time cannot be told apart from a start's
     ones = [result(0, 1, 0.9, 2.0), result(1, 1, 0.8, 2.5)]
     folder = write_folder(tmp_path / "ones", ones, LOG[:2], n_workers=2)
     report = make_report(folder, pictures=False)
     assert report.summary.jobs.count == 2 and report.summary.jobs.share is None
-    assert "Time of job starts: unknown: no segment of two or more epochs: an epoch's time cannot be told apart " \
-           "from a job start's" in report.lines
+    assert (
+        "Time of job starts: unknown: no segment of two or more epochs: an epoch's time cannot be told apart "
+        "from a job start's" in report.lines
+    )
 
 
 # ----- a Ray Tune experiment folder --------------------------------------------------------------
@@ -267,8 +282,7 @@ def test_job_start_share_is_unknown_where_the_files_do_not_tell(run_folder, tmp_
 RAY_START = 1_700_000_000.25  # time.time() when the decision log's clock started
 
 
-def ray_trial(folder: Path, number: int, ray_id: str, x: float, segments: list[list[tuple[int, float, float]]]
-              ) -> Path:
+def ray_trial(folder: Path, number: int, ray_id: str, x: float, segments: list[list[tuple[int, float, float]]]) -> Path:
     """A trial folder as Ray Tune 2 writes it: ``segments`` of (epoch, loss, seconds after
     RAY_START of the result); each segment is a job (re)started from the last checkpoint."""
     trial = folder / f"train_fn_{ray_id}_{number}_x={x:.4f}_2026-01-01_10-00-00"
@@ -280,12 +294,28 @@ def ray_trial(folder: Path, number: int, ray_id: str, x: float, segments: list[l
         for i, (epoch, loss, t) in enumerate(segment):
             iteration += 1
             (trial / f"checkpoint_{k:06d}").mkdir()
-            lines.append(json.dumps({
-                "epoch": epoch, "loss": loss, "timestamp": int(RAY_START + t), "checkpoint_dir_name": f"checkpoint_{k:06d}",
-                "done": False, "training_iteration": iteration, "trial_id": ray_id, "date": "2026-01-01_10-00-01",
-                "time_this_iter_s": 0.4, "time_total_s": 0.4 * iteration, "pid": 1, "hostname": "h", "node_ip": "1.2.3.4",
-                "config": {"x": x, "max_epochs": MAX_T}, "time_since_restore": t - job_start,
-                "iterations_since_restore": i + 1}))
+            lines.append(
+                json.dumps(
+                    {
+                        "epoch": epoch,
+                        "loss": loss,
+                        "timestamp": int(RAY_START + t),
+                        "checkpoint_dir_name": f"checkpoint_{k:06d}",
+                        "done": False,
+                        "training_iteration": iteration,
+                        "trial_id": ray_id,
+                        "date": "2026-01-01_10-00-01",
+                        "time_this_iter_s": 0.4,
+                        "time_total_s": 0.4 * iteration,
+                        "pid": 1,
+                        "hostname": "h",
+                        "node_ip": "1.2.3.4",
+                        "config": {"x": x, "max_epochs": MAX_T},
+                        "time_since_restore": t - job_start,
+                        "iterations_since_restore": i + 1,
+                    }
+                )
+            )
             k += 1
     (trial / "result.json").write_text("\n".join(lines) + "\n")
     return trial
@@ -298,14 +328,20 @@ def test_a_ray_tune_experiment_folder_is_read(tmp_path):
     ray_trial(folder, 3, "bbbb0003", 0.35, [[(1, 1.1, 4.4)], [(2, 0.6, 8.4)], [(3, 0.4, 10.4)]])
     (folder / "experiment_state-2026-01-01_10-00-00.json").write_text("{}")
     log = [
-        decision(0, 0.0, "start", 0, 1, "points_to_evaluate"), decision(1, 0.0, "start", 1, 1, "points_to_evaluate"),
-        decision(2, 2.5, "start", 2, 1, "initial_random"), decision(3, 4.0, "resume", 0, 2),
-        decision(4, 4.5, "resume", 2, 2), decision(5, 6.5, "continue", 0, 3), decision(6, 7.0, "resume", 2, 3),
+        decision(0, 0.0, "start", 0, 1, "points_to_evaluate"),
+        decision(1, 0.0, "start", 1, 1, "points_to_evaluate"),
+        decision(2, 2.5, "start", 2, 1, "initial_random"),
+        decision(3, 4.0, "resume", 0, 2),
+        decision(4, 4.5, "resume", 2, 2),
+        decision(5, 6.5, "continue", 0, 3),
+        decision(6, 7.0, "resume", 2, 3),
     ]
     pd.DataFrame([{c: r.get(c) for c in COLUMNS} for r in log], columns=list(COLUMNS)).to_csv(
-        folder / LOG_FILENAME, index=False)
-    (folder / RUN_INFO_FILENAME).write_text(json.dumps(info(
-        max_resource_attr=None, backend=None, start_timestamp=RAY_START, n_workers=2)))
+        folder / LOG_FILENAME, index=False
+    )
+    (folder / RUN_INFO_FILENAME).write_text(
+        json.dumps(info(max_resource_attr=None, backend=None, start_timestamp=RAY_START, n_workers=2))
+    )
 
     report = make_report(folder, pictures=False)
     s = report.summary

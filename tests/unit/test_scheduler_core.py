@@ -7,10 +7,10 @@ from dataclasses import asdict
 
 import numpy as np
 import pytest
+from conftest import drive_one_worker, make_trial, one_epoch_per_decision
 from syne_tune.config_space import choice, uniform
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
 
-from conftest import drive_one_worker, make_trial, one_epoch_per_decision
 from syne_dyhpo import (
     CandidateOptions,
     DeepPowerLaw,
@@ -195,7 +195,9 @@ def test_budget_step_segments_end_at_max_t():
 
 def test_max_resource_attr_segments():
     prefer = {"winner": 0}
-    s = make(lambda tid, c: 5.0 if tid == prefer["winner"] else 0.0, max_t=7, budget_step=2, max_resource_attr="max_epoch")
+    s = make(
+        lambda tid, c: 5.0 if tid == prefer["winner"] else 0.0, max_t=7, budget_step=2, max_resource_attr="max_epoch"
+    )
     sug = s.suggest()
     assert sug.config["max_epoch"] == 2
     t0 = make_trial(0, sug.config)
@@ -211,7 +213,7 @@ def test_max_resource_attr_segments():
 def test_bad_input_errors():
     with pytest.raises(ValueError, match="max_t"):
         make(lambda t, c: 0.0, max_t=0)
-    with pytest.raises(ValueError, match="FreezeThawOptions.budget_step must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.budget_step must be an integer >= 1, got 0")):
         make(lambda t, c: 0.0, budget_step=0)
     s = make(lambda t, c: 0.0)
     t0 = start(s, 0)
@@ -228,8 +230,15 @@ def test_surrogate_failure_falls_back_without_losing_data():
         def score(self, model, candidates, observations, pending=None):
             raise RuntimeError("cholesky exploded")
 
-    s = FreezeThawScheduler(SPACE, "loss", Exploding(None), max_t=5, options=FreezeThawOptions(candidates=CandidateOptions(configs=TABLE)),
-                            random_seed=0, completion=IncumbentCompletion())
+    s = FreezeThawScheduler(
+        SPACE,
+        "loss",
+        Exploding(None),
+        max_t=5,
+        options=FreezeThawOptions(candidates=CandidateOptions(configs=TABLE)),
+        random_seed=0,
+        completion=IncumbentCompletion(),
+    )
     t0 = start(s, 0)
     decision = report(s, t0, 1, 0.5)
     assert decision in (D.CONTINUE, D.PAUSE)
@@ -239,8 +248,14 @@ def test_surrogate_failure_falls_back_without_losing_data():
 
 
 def test_metadata_json_and_pickle_after_real_fits():
-    s = DyHPO({"x": uniform(0, 1)}, metric="loss", do_minimize=False, max_t=4, random_seed=1,
-              options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)))
+    s = DyHPO(
+        {"x": uniform(0, 1)},
+        metric="loss",
+        do_minimize=False,
+        max_t=4,
+        random_seed=1,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)),
+    )
     drive_one_worker(s, steps=12, value=lambda trial, epoch: trial.config["x"] * (1 - 0.5 / epoch))
     meta = json.loads(json.dumps(s.metadata()))
     assert meta["metric_mode"] == "max" and meta["num_fallbacks"] == 0
@@ -253,8 +268,11 @@ def test_metadata_json_and_pickle_after_real_fits():
 
 def test_paused_checkpoints_max_kept_retires_lowest_ranked_and_never_resumes_them():
     # each trial's score is its id; new configs score 100 so every decision pauses the reporter
-    s = make(lambda tid, c: 100.0 if tid is None else float(tid), checkpoints=PausedCheckpoints(max_kept=2),
-             configs=TABLE[:5])
+    s = make(
+        lambda tid, c: 100.0 if tid is None else float(tid),
+        checkpoints=PausedCheckpoints(max_kept=2),
+        configs=TABLE[:5],
+    )
     trials = []
     for tid in range(4):
         trial = start(s, tid)
@@ -277,8 +295,11 @@ def test_paused_checkpoints_max_kept_retires_lowest_ranked_and_never_resumes_the
 def test_lost_checkpoint_fails_trial_by_default_and_restarts_on_request():
     for restart in (False, True):
         prefer = {"winner": 0}
-        s = make(lambda tid, c: 5.0 if tid == prefer["winner"] else (1.0 if tid is None else 0.0), max_t=10,
-                 num_initial_random=2, checkpoints=PausedCheckpoints(restart_if_lost=restart))
+
+        def score(tid, c, prefer=prefer):
+            return 5.0 if tid == prefer["winner"] else (1.0 if tid is None else 0.0)
+
+        s = make(score, max_t=10, num_initial_random=2, checkpoints=PausedCheckpoints(restart_if_lost=restart))
         t0, t1 = start(s, 0), start(s, 1)
         for e in (1, 2, 3):
             report(s, t0, e, 1.0 / e)
@@ -306,8 +327,12 @@ def test_lost_checkpoint_restart_with_max_resource_attr_runs_to_configured_segme
     # epochs 1..k+1 and stops itself there. The scheduler must let it run to k+1 and decide
     # only then; pausing it at epoch 2 kills a job whose checkpoint may already be past 2,
     # so the next resume would find nothing to do and the trial would silently "complete".
-    s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
-             checkpoints=PausedCheckpoints(restart_if_lost=True))
+    s = make(
+        lambda tid, c: 5.0 if tid == 0 else 0.0,
+        max_t=10,
+        max_resource_attr="max_epoch",
+        checkpoints=PausedCheckpoints(restart_if_lost=True),
+    )
     sug = s.suggest()
     t0 = make_trial(0, sug.config)
     s.on_trial_add(t0)
@@ -333,8 +358,12 @@ def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
     # a resume), not a repeated report to ignore while epoch 2 of the new run is taken as the
     # continuation of the old curve.
     for restart in (False, True):
-        s = make(lambda tid, c: 5.0 if tid == 0 else 0.0, max_t=10, max_resource_attr="max_epoch",
-                 checkpoints=PausedCheckpoints(restart_if_lost=restart))
+        s = make(
+            lambda tid, c: 5.0 if tid == 0 else 0.0,
+            max_t=10,
+            max_resource_attr="max_epoch",
+            checkpoints=PausedCheckpoints(restart_if_lost=restart),
+        )
         sug = s.suggest()
         t0 = make_trial(0, sug.config)
         s.on_trial_add(t0)
@@ -357,9 +386,16 @@ def test_lost_checkpoint_detected_for_a_trial_paused_at_epoch_1():
 def _six_trials_at_epoch_1(probability):
     # the policy always prefers new configs: only successive halving resumes anything
     table = [{"x": v} for v in np.linspace(0, 1, 12)]
-    s = FreezeThawScheduler({"x": choice([t["x"] for t in table]), "c": 7}, "loss",
-                            PreferencePolicy(lambda tid, c: 1.0 if tid is None else 0.0), do_minimize=True,
-                            max_t=10, options=FreezeThawOptions(candidates=CandidateOptions(configs=table)), random_seed=0, completion=None)
+    s = FreezeThawScheduler(
+        {"x": choice([t["x"] for t in table]), "c": 7},
+        "loss",
+        PreferencePolicy(lambda tid, c: 1.0 if tid is None else 0.0),
+        do_minimize=True,
+        max_t=10,
+        options=FreezeThawOptions(candidates=CandidateOptions(configs=table)),
+        random_seed=0,
+        completion=None,
+    )
     trials = []
     for i, loss in enumerate([0.5, 0.3, 0.9, 0.8, 0.7, 0.6]):
         trials.append(start(s, i))
@@ -389,11 +425,18 @@ def test_promotion_probability_zero_leaves_decisions_to_the_policy():
 
 
 def test_bad_promotion_settings_are_refused_naming_the_field_and_value():
-    with pytest.raises(ValueError, match=r"SuccessiveHalvingPromotion.probability must be a number in \[0, 1\], got 1.5"):
+    with pytest.raises(
+        ValueError, match=r"SuccessiveHalvingPromotion.probability must be a number in \[0, 1\], got 1.5"
+    ):
         SuccessiveHalvingPromotion(probability=1.5)
-    with pytest.raises(ValueError, match="SuccessiveHalvingPromotion.reduction_factor must be a finite number > 1, got 1.0"):
+    with pytest.raises(
+        ValueError, match=re.escape("SuccessiveHalvingPromotion.reduction_factor must be a finite number > 1, got 1.0")
+    ):
         SuccessiveHalvingPromotion(reduction_factor=1.0)
-    with pytest.raises(ValueError, match="FreezeThawOptions.promotion must be a SuccessiveHalvingPromotion or None, got 0.25"):
+    with pytest.raises(
+        ValueError,
+        match=re.escape("FreezeThawOptions.promotion must be a SuccessiveHalvingPromotion or None, got 0.25"),
+    ):
         make(lambda tid, c: 0.0, promotion=0.25)
 
 
@@ -411,8 +454,14 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
         return original_predict(self, candidates, budget)
 
     monkeypatch.setattr(deep_kernel_gp.DeepKernelGP, "predict", recording_predict)
-    s = DyHPO({"x": uniform(0, 1)}, metric="acc", do_minimize=False, max_t=10, random_seed=0,
-              options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)))
+    s = DyHPO(
+        {"x": uniform(0, 1)},
+        metric="acc",
+        do_minimize=False,
+        max_t=10,
+        random_seed=0,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8)),
+    )
     rng = np.random.RandomState(0)
     checked = 0
 
@@ -428,9 +477,15 @@ def test_candidate_curves_use_the_normalisation_the_model_was_fitted_with(monkey
                 checked += 1
 
     # percent: far from N(0, 1)
-    drive_one_worker(s, 40, lambda trial, epoch: 50 + 40 * trial.config["x"] * (1 - 0.5**epoch) + rng.rand(),
-                     metric="acc", after_segment=check_last_prediction)
+    drive_one_worker(
+        s,
+        40,
+        lambda trial, epoch: 50 + 40 * trial.config["x"] * (1 - 0.5**epoch) + rng.rand(),
+        metric="acc",
+        after_segment=check_last_prediction,
+    )
     assert checked > 20
+
 
 # ----- new configurations kept between decisions -------------------------------------------
 
@@ -453,8 +508,16 @@ class RecordingPreference(PreferencePolicy):
 
 def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decision():
     policy = RecordingPreference()
-    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
-                            options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_kept=3, configs=TABLE)))
+    s = FreezeThawScheduler(
+        SPACE,
+        "loss",
+        policy,
+        do_minimize=True,
+        max_t=5,
+        random_seed=0,
+        completion=None,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, num_kept=3, configs=TABLE)),
+    )
     trial = start(s, 0)
     for i in range(1, 6):
         assert report(s, trial, 1, 0.5) == D.PAUSE  # a new configuration wins each time
@@ -471,44 +534,60 @@ def test_the_best_scored_new_configurations_are_offered_again_at_the_next_decisi
 
 def test_without_kept_candidates_every_decision_draws_afresh():
     policy = RecordingPreference()
-    s = FreezeThawScheduler(SPACE, "loss", policy, do_minimize=True, max_t=5, random_seed=0, completion=None,
-                            options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, configs=TABLE)))
+    s = FreezeThawScheduler(
+        SPACE,
+        "loss",
+        policy,
+        do_minimize=True,
+        max_t=5,
+        random_seed=0,
+        completion=None,
+        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=8, configs=TABLE)),
+    )
     trial = start(s, 0)
     for i in range(1, 4):
         report(s, trial, 1, 0.5)
         s.on_trial_remove(trial)
         trial = start(s, i)
     # draws are sorted table rows: the best three of the last draw lead the next only by chance
-    assert any(after[:3] != sorted(before, reverse=True)[1:4] for before, after in zip(policy.offered, policy.offered[1:]))
+    assert any(
+        after[:3] != sorted(before, reverse=True)[1:4] for before, after in zip(policy.offered, policy.offered[1:])
+    )
 
 
 def test_candidate_options_are_checked_naming_the_field_and_value():
     for value in (-1, 1.5, True, "2"):
         with pytest.raises(ValueError, match=f"CandidateOptions.num_kept must be an integer >= 0, got {value!r}"):
             CandidateOptions(num_kept=value)
-    with pytest.raises(ValueError, match="CandidateOptions.num_kept must be smaller than num_candidates \\(8\\), got 8"):
+    with pytest.raises(ValueError, match=r"CandidateOptions.num_kept must be smaller than num_candidates \(8\), got 8"):
         CandidateOptions(num_candidates=8, num_kept=8)
-    with pytest.raises(ValueError, match="CandidateOptions.num_candidates must be an integer >= 1, got 0"):
+    with pytest.raises(ValueError, match=re.escape("CandidateOptions.num_candidates must be an integer >= 1, got 0")):
         CandidateOptions(num_candidates=0)
-    with pytest.raises(ValueError, match="CandidateOptions.num_initial_random must be an integer >= 0, got -1"):
+    with pytest.raises(
+        ValueError, match=re.escape("CandidateOptions.num_initial_random must be an integer >= 0, got -1")
+    ):
         CandidateOptions(num_initial_random=-1)
-    with pytest.raises(ValueError, match="CandidateOptions.configs must be a list of configurations"):
+    with pytest.raises(ValueError, match=re.escape("CandidateOptions.configs must be a list of configurations")):
         CandidateOptions(configs={"x": 0.5})
-    with pytest.raises(ValueError, match="FreezeThawOptions.candidates must be a CandidateOptions, got 256"):
+    with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.candidates must be a CandidateOptions, got 256")):
         make(lambda tid, c: 0.0, candidates=256)
 
 
 def test_paused_checkpoints_are_checked_naming_the_field_and_value():
     for value in (0, -1, 1.5, True, "2"):
-        with pytest.raises(ValueError, match=re.escape(f"PausedCheckpoints.max_kept must be an integer >= 1 or None, got {value!r}")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"PausedCheckpoints.max_kept must be an integer >= 1 or None, got {value!r}")
+        ):
             PausedCheckpoints(max_kept=value)
     for value in ("yes", 1, None):
-        with pytest.raises(ValueError, match=re.escape(f"PausedCheckpoints.restart_if_lost must be True or False, got {value!r}")):
+        with pytest.raises(
+            ValueError, match=re.escape(f"PausedCheckpoints.restart_if_lost must be True or False, got {value!r}")
+        ):
             PausedCheckpoints(restart_if_lost=value)
     settings = PausedCheckpoints(max_kept=np.int64(3), restart_if_lost=np.True_)
     assert (settings.max_kept, settings.restart_if_lost) == (3, True)
     assert type(settings.max_kept) is int and type(settings.restart_if_lost) is bool
-    with pytest.raises(ValueError, match="FreezeThawOptions.checkpoints must be a PausedCheckpoints, got 2"):
+    with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.checkpoints must be a PausedCheckpoints, got 2")):
         make(lambda tid, c: 0.0, checkpoints=2)
     # the default keeps every paused trial and registers no checkpoint removal
     assert make(lambda tid, c: 0.0).callback_for_checkpoint_removal(None) is None
@@ -536,11 +615,20 @@ def test_kept_candidates_spare_the_gp_most_new_triangular_solves():
 
         _Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = whiten, predict
         try:
-            s = DyHPO({"x": uniform(0, 1), "y": uniform(0, 1)}, metric="loss", max_t=5, random_seed=0,
-                      options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=32, num_kept=num_kept)), completion=None)
+            s = DyHPO(
+                {"x": uniform(0, 1), "y": uniform(0, 1)},
+                metric="loss",
+                max_t=5,
+                random_seed=0,
+                options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=32, num_kept=num_kept)),
+                completion=None,
+            )
             rng = np.random.RandomState(0)
-            drive_one_worker(s, 60, lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch
-                             + 0.01 * rng.rand())
+            drive_one_worker(
+                s,
+                60,
+                lambda trial, epoch: (trial.config["x"] - 0.3) ** 2 + trial.config["y"] / epoch + 0.01 * rng.rand(),
+            )
         finally:
             _Posterior.whiten, deep_kernel_gp.DeepKernelGP._predict = original_whiten, original_predict
         # predictions by the same weights as the one before (no training in between)
@@ -595,7 +683,9 @@ def test_the_completion_waits_for_delay_times_max_t_over_workers_squared_observe
     # max_t = 4, trial 1 holds the best first epoch: the completion waits for ceil(delay * 4)
     # observed epochs with one worker and a sixteenth of that with four, and always for 3 first
     # epochs (with four workers, 4 trials start, then one more after each report)
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=3, delay=delay, share=0.0))
+    s = make(
+        lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=3, delay=delay, share=0.0)
+    )
     running = [start(s, i) for i in range(workers)]
     while True:
         trial = running.pop(0)  # the oldest running trial reports epoch 1, its worker asks
@@ -614,13 +704,21 @@ def test_the_core_takes_no_default_completion_and_the_completions_settings_are_c
     # the core scheduler takes no default (the methods' differ); each method has its own
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'completion'"):
         FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5)
-    s = FreezeThawScheduler(SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5,
-                            completion=IncumbentCompletion())
+    s = FreezeThawScheduler(
+        SPACE, "loss", PreferencePolicy(lambda tid, c: 0.0), max_t=5, completion=IncumbentCompletion()
+    )
     assert DeepPowerLaw(SPACE, metric="loss", max_t=5).completion == DeepPowerLawCompletion()
     assert asdict(DeepPowerLawCompletion()) == asdict(IncumbentCompletion())
-    assert s.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
-                                          "committed": 0, "commit_after": 0.5, "limit": None,
-                                          "leader_score": "best"}
+    assert s.metadata()["completion"] == {
+        "after": 9,
+        "delay": 2.0,
+        "share": 0.5,
+        "leaders_until_trained": False,
+        "committed": 0,
+        "commit_after": 0.5,
+        "limit": None,
+        "leader_score": "best",
+    }
     bad = [
         ("delay", (-1, float("inf"), float("nan"), True, "2"), "a finite number >= 0"),
         ("share", (-0.1, 1.5, True, "half", float("nan")), r"a number in \[0, 1\]"),
@@ -685,9 +783,12 @@ def test_no_completion_decides_as_a_completion_that_never_starts():
 @pytest.mark.parametrize("leader_score", ["best", "latest"])
 def test_with_the_latest_score_a_leader_whose_curve_fell_below_another_loses_the_lead(leader_score):
     # one worker; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4,
-             completion=completion(after=3, share=0.0, leader_score=leader_score))
-    t0, t1, _ = _report_first_epochs(s, [0.3, 0.2, 0.9])  # t1 leads by its first epoch
+    s = make(
+        lambda tid, c: 1.0 if tid is None else 0.0,
+        max_t=4,
+        completion=completion(after=3, share=0.0, leader_score=leader_score),
+    )
+    _t0, t1, _ = _report_first_epochs(s, [0.3, 0.2, 0.9])  # t1 leads by its first epoch
     assert s.suggest().checkpoint_trial_id == 1
     # t1's loss rises to 0.5 (an early peak): its best, 0.2, still leads; its latest, 0.5, is
     # behind t0's 0.3, which takes the lead
@@ -716,7 +817,7 @@ def _t1_completed_then_overtaken_by_t0(s):
 
 def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes_on():
     s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=2))
-    t0, t1 = _t1_completed_then_overtaken_by_t0(s)
+    _t0, t1 = _t1_completed_then_overtaken_by_t0(s)
     assert report(s, t1, 2, 0.2) == D.PAUSE  # overtaken: left to the policy
     assert s.metadata()["num_completions"] == 2
 
@@ -724,8 +825,11 @@ def test_leader_is_completed_when_it_may_get_a_segment_and_reporting_leader_goes
 @pytest.mark.parametrize("committed", [0, 1, 2])
 def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed):
     # one leader; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=4, completion=completion(after=2,
-             share=0.0, committed=committed))
+    s = make(
+        lambda tid, c: 1.0 if tid is None else 0.0,
+        max_t=4,
+        completion=completion(after=2, share=0.0, committed=committed),
+    )
     t0, t1 = _t1_completed_then_overtaken_by_t0(s)  # t1 is the first completion, t0 the second
     # t1 was overtaken: committed, it goes on; otherwise it is left to the policy
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if committed >= 1 else D.PAUSE)
@@ -742,8 +846,7 @@ def test_the_first_committed_completions_go_on_to_max_t_when_overtaken(committed
 @pytest.mark.parametrize("limit", [None, 1, 2])
 def test_the_completion_chooses_at_most_limit_trials(limit):
     # one worker; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, completion=completion(after=3,
-             limit=limit))
+    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, completion=completion(after=3, limit=limit))
     trials = _report_first_epochs(s, [0.5, 0.2, 0.9])  # t1 leads
     assert s.suggest().checkpoint_trial_id == 1  # the first choice
     assert report(s, trials[1], 2, 0.2) == D.CONTINUE
@@ -754,14 +857,20 @@ def test_the_completion_chooses_at_most_limit_trials(limit):
     # one was reached (the policy decides: it prefers new configurations)
     assert report(s, t3, 1, 0.1) == (D.PAUSE if limit == 1 else D.CONTINUE)
     assert s.metadata()["completion"]["limit"] == limit
-    assert s._decider.completion.chosen == (frozenset({1}) if limit == 1 else frozenset({1, 3}) if limit else frozenset())
+    assert s._decider.completion.chosen == (
+        frozenset({1}) if limit == 1 else frozenset({1, 3}) if limit else frozenset()
+    )
 
 
 @pytest.mark.parametrize("max_t, after, goes_on", [(4, 0.5, True), (6, 0.5, False), (4, None, False), (4, 1.0, False)])
 def test_a_completed_trial_past_commit_after_goes_on_to_max_t_when_overtaken(max_t, after, goes_on):
     # one leader; the policy always prefers new configurations: only the completion resumes
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=max_t, completion=completion(after=2, share=0.0, commit_after=after))
-    t0, t1 = _t1_completed_then_overtaken_by_t0(s)
+    s = make(
+        lambda tid, c: 1.0 if tid is None else 0.0,
+        max_t=max_t,
+        completion=completion(after=2, share=0.0, commit_after=after),
+    )
+    _t0, t1 = _t1_completed_then_overtaken_by_t0(s)
     # t1 reaches epoch 2, overtaken: it goes on if 2 epochs are at least after x max_t
     assert report(s, t1, 2, 0.2) == (D.CONTINUE if goes_on else D.PAUSE)
     if goes_on:
@@ -795,7 +904,11 @@ def test_with_four_workers_the_top_share_of_them_complete_leaders(share, leaders
 
 @pytest.mark.parametrize("until_trained", [False, True])
 def test_second_leader_is_completed_until_a_configuration_is_trained_if_asked(until_trained):
-    s = make(lambda tid, c: 1.0 if tid is None else 0.0, max_t=3, completion=completion(after=3, share=0.5, leaders_until_trained=until_trained))
+    s = make(
+        lambda tid, c: 1.0 if tid is None else 0.0,
+        max_t=3,
+        completion=completion(after=3, share=0.5, leaders_until_trained=until_trained),
+    )
     trials = {i: start(s, i) for i in range(4)}
     for tid, loss in [(0, 0.5), (1, 0.2)]:
         assert report(s, trials[tid], 1, loss) == D.PAUSE
@@ -822,12 +935,26 @@ def test_dyhpo_completes_one_committed_leader_and_deep_power_law_leaders_for_the
     # DyHPO completes one leader, chosen among 27 first epochs and committed to, and only the
     # incumbent once a configuration is trained; DeepPowerLaw the top half of the workers,
     # chosen among 9, for the whole run
-    assert dyhpo.metadata()["completion"] == {"after": 27, "delay": 2.0, "share": 0.0, "leaders_until_trained": True,
-                                              "committed": 1, "commit_after": 0.5, "limit": None,
-                                              "leader_score": "best"}
-    assert dpl.metadata()["completion"] == {"after": 9, "delay": 2.0, "share": 0.5, "leaders_until_trained": False,
-                                            "committed": 0, "commit_after": 0.5, "limit": None,
-                                            "leader_score": "best"}
+    assert dyhpo.metadata()["completion"] == {
+        "after": 27,
+        "delay": 2.0,
+        "share": 0.0,
+        "leaders_until_trained": True,
+        "committed": 1,
+        "commit_after": 0.5,
+        "limit": None,
+        "leader_score": "best",
+    }
+    assert dpl.metadata()["completion"] == {
+        "after": 9,
+        "delay": 2.0,
+        "share": 0.5,
+        "leaders_until_trained": False,
+        "committed": 0,
+        "commit_after": 0.5,
+        "limit": None,
+        "leader_score": "best",
+    }
     assert dyhpo.completion is DYHPO_COMPLETION and dpl.completion is DEEP_POWER_LAW_COMPLETION
     assert [dyhpo._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 1, 1]
     assert [dpl._decider.completion.num_leaders(workers) for workers in (1, 4, 8)] == [1, 2, 4]
@@ -844,8 +971,11 @@ def test_normalisation_scores_reach_the_policy_and_survive_a_pickle(method):
     settings = getattr(syne_dyhpo, f"{method}Surrogate")
     s = cls({"x": uniform(0, 1)}, metric="loss", max_t=5, surrogate=settings(normalisation_scores="trials"))
     assert s.policy.normalisation_scores == s.metadata()["policy"]["normalisation_scores"] == "trials"
-    with pytest.raises(ValueError, match=rf"{method}Surrogate.normalisation_scores must be one of 'epochs', 'trials', "
-                                         r"'trials_if_alike', got 1"):
+    with pytest.raises(
+        ValueError,
+        match=rf"{method}Surrogate.normalisation_scores must be one of 'epochs', 'trials', "
+        r"'trials_if_alike', got 1",
+    ):
         settings(normalisation_scores=1)
     assert pickle.loads(pickle.dumps(s.policy)).normalisation_scores == "trials"
     assert cls({"x": uniform(0, 1)}, metric="loss", max_t=5).policy.normalisation_scores == "trials_if_alike"
@@ -864,8 +994,13 @@ def test_deep_power_law_default_training_the_paper_config_has_batch_norm_and_a_p
     assert (config.max_refine_steps, config.max_fit_steps, config.refine_steps_shrink_after) == (16, 4000, 2000)
     assert default.metadata()["policy"]["surrogate_config"]["batch_norm"] is False
     assert PowerLawConfig.paper().batch_norm is True
-    s = DeepPowerLaw(space, metric="loss", max_t=5, random_seed=0,
-                     surrogate=DeepPowerLawSurrogate(model=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2)))
+    s = DeepPowerLaw(
+        space,
+        metric="loss",
+        max_t=5,
+        random_seed=0,
+        surrogate=DeepPowerLawSurrogate(model=PowerLawConfig(batch_norm=False, fit_epochs=5, max_refine_steps=2)),
+    )
     trials = drive_one_worker(s, steps=12)
     ensemble = s.policy.surrogate
     assert ensemble._nets is not None and ensemble._nets.norms is None

@@ -2,11 +2,10 @@
 
 import copy
 import pickle
+from dataclasses import replace
 
 import numpy as np
 import pytest
-
-from dataclasses import replace
 
 from syne_dyhpo.core.candidates import Candidates
 from syne_dyhpo.core.observations import Observations
@@ -185,7 +184,7 @@ def _fitted_gp_and_next_budget_candidates(seed: int, num_trials: int, max_epochs
 def test_deep_kernel_gp_posterior_matches_gpytorch():
     from syne_dyhpo.surrogates.deep_kernel_gp import gpytorch_posterior, model_inputs
 
-    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(2, 30, 6)
+    gp, obs, norm, curves, _records, budget, cands = _fitted_gp_and_next_budget_candidates(2, 30, 6)
     x = cands.x
     mean, std = gp.predict(cands, budget)
     ref_mean, ref_std = gpytorch_posterior(gp, model_inputs(x, budget, cands.curves, 10))
@@ -207,7 +206,7 @@ def test_deep_kernel_gp_conditioned_on_pending_results_is_the_kriging_believer()
     whose targets are the predicted means: same means, the exact smaller variances."""
     import torch
 
-    gp, obs, norm, curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(4, 24, 5)
+    gp, _obs, norm, _curves, records, budget, cands = _fitted_gp_and_next_budget_candidates(4, 24, 5)
     x = cands.x
     pending = Candidates(x[:3], budget[:3], norm.curves(records[:3]), [0, 1, 2], [{}] * 3)
     mean, std = gp.predict(cands, budget)
@@ -387,7 +386,9 @@ def test_normalising_per_trial_if_alike_keeps_every_score_when_they_differ():
         for epoch in range(1, 2 + 2 * trial_id):
             obs.add_result(trial_id, epoch, 50 + 4 * trial_id * (1 - 0.8**epoch))
     chosen = [
-        SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=c).transform_scores(obs)
+        SurrogatePolicy(PowerLawEnsemble(), acquisition=None, schedule=None, normalisation_scores=c).transform_scores(
+            obs
+        )
         for c in ("epochs", "trials_if_alike")
     ]
     np.testing.assert_array_equal(chosen[0], chosen[1])
