@@ -56,11 +56,11 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
+from syne_dyhpo.core.run_info import RUN_INFO_FILENAME
+
 logger = logging.getLogger(__name__)
 
 LOG_FILENAME = "decision_log.csv"
-#: what the report needs besides Syne Tune's files: metric, mode, max_t, checkpoint locations
-RUN_INFO_FILENAME = "syne_dyhpo_run.json"
 
 COLUMNS = (
     "session",  # 0 for the first run in a folder; then 1 + the highest in the file (see above)
@@ -207,7 +207,7 @@ class DecisionLog:
         the module docstring). So does a log unpickled in another process and bound without
         :meth:`new_session`: the rows it was pickled with stay as they are.
 
-        :param run_info: written to :data:`RUN_INFO_FILENAME` in ``folder`` for the report
+        :param run_info: written to :data:`~syne_dyhpo.core.run_info.RUN_INFO_FILENAME` in ``folder`` for the report
         """
         self.bound = True
         if start_timestamp is not None:
@@ -495,48 +495,3 @@ def _why(decision: Any, max_t: int) -> dict[str, Any]:
         if prediction.epoch == max_t:
             why["pred_mean_max_t"], why["pred_std_max_t"] = prediction.mean, prediction.std
     return why
-
-
-def checkpoint_template(backend) -> str | None:
-    """Where a trial's checkpoint lives, with ``{trial_id}`` in place of its id: a folder for
-    ``LocalBackend`` and ``PythonBackend``, an S3 URI for the SageMaker backend; None for a
-    simulator (no checkpoints) or a backend that does not say."""
-    from syne_tune.backend.simulator_backend.simulator_backend import SimulatorBackend
-
-    if isinstance(backend, SimulatorBackend):
-        return None
-    placeholder = "{trial_id}"
-    try:
-        if hasattr(backend, "checkpoint_location"):  # syne_dyhpo.backends.sagemaker
-            return backend.checkpoint_location(placeholder).uri
-        if hasattr(backend, "checkpoint_trial_path"):  # LocalBackend, PythonBackend
-            return str(backend.checkpoint_trial_path(placeholder))
-    except Exception:  # noqa: BLE001 - a location the report can do without
-        return None
-    return None
-
-
-def run_info(scheduler, backend=None, start_timestamp: float | None = None,
-             n_workers: int | None = None) -> dict[str, Any]:
-    """What the report needs to read a run besides Syne Tune's files (read from the scheduler's
-    public attributes).
-
-    :param start_timestamp: ``time.time()`` when the log's clock started (Ray Tune's results
-        carry only such stamps)
-    :param n_workers: the number of trials run at once (the report's share of worker time)
-    """
-    from syne_tune.config_space import Domain
-
-    return {
-        "start_timestamp": start_timestamp,
-        "n_workers": n_workers,
-        "scheduler": type(scheduler).__name__,
-        "metric": scheduler.metric,
-        "mode": scheduler.metric_mode(),
-        "time_attr": scheduler.time_attr,
-        "max_t": scheduler.max_t,
-        "max_resource_attr": scheduler.max_resource_attr,
-        "hyperparameters": [name for name, value in scheduler.config_space.items() if isinstance(value, Domain)],
-        "backend": None if backend is None else type(backend).__name__,
-        "checkpoint_template": None if backend is None else checkpoint_template(backend),
-    }

@@ -52,6 +52,7 @@ from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.options import FreezeThawOptions, checked_instance
 from syne_dyhpo.core.policy import SurrogatePolicy
 from syne_dyhpo.core.restore import restore_tuner
+from syne_dyhpo.core.run_info import run_info
 from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
 from syne_dyhpo.core.tuner_link import RetiredCheckpointRemoval, calling_tuner, log_folder
 from syne_dyhpo.search_space import CandidateSampler, ConfigEncoder
@@ -463,7 +464,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         :param n_workers: the number of trials run at once
         """
         self._log.bind(
-            folder, start_timestamp, run_info=decision_log.run_info(self, backend, start_timestamp, n_workers)
+            folder, start_timestamp, run_info=run_info(self, backend, start_timestamp, n_workers)
         )
 
     def _bind_log(self, tuner) -> None:

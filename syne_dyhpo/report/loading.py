@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from syne_dyhpo.core.decision_log import LOG_FILENAME, RUN_INFO_FILENAME
+from syne_dyhpo.core.decision_log import LOG_FILENAME
+from syne_dyhpo.core.run_info import RUN_INFO_FILENAME
 
 #: the files of a Ray Tune trial folder with its results (either will do)
 RAY_RESULT_FILES = ("result.json", "progress.csv")

@@ -11,7 +11,8 @@ import pandas as pd
 import pytest
 import tomllib
 
-from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, RUN_INFO_FILENAME, checkpoint_template
+from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME
+from syne_dyhpo.core.run_info import RUN_INFO_FILENAME, checkpoint_template
 from syne_dyhpo.report import cli, make_report
 from syne_dyhpo.report.loading import load_run, resolve
 from syne_dyhpo.report.timeline import MAX_ROWS, select_rows
