@@ -27,6 +27,14 @@ Protocol (what a pause-and-resume scheduler relies on):
 Model, optimizer, learning rate scheduler and all RNG states are checkpointed, so a
 run that is stopped and resumed reports exactly the same numbers as an
 uninterrupted one.
+
+Slow epochs: ``--epoch_seconds S`` makes every epoch take at least ``S`` seconds of
+wall-clock time, as a larger model would: after the epoch's training pass and
+evaluation the job sleeps the rest of ``S`` (no sleep if the epoch took longer),
+then saves the checkpoint and reports. A job stopped during the sleep loses the
+epoch, as it would lose one in progress. The reported numbers are the same as
+without it; only their timing changes. The option is not a hyperparameter (it is
+not checked against the checkpoint).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import importlib.util
 import logging
 import math
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -92,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     """
     :return: Argument parser of the script (hyperparameters, ``--epochs``,
         ``--max_epochs``, ``--seed``, ``--st_checkpoint_dir``,
-        ``--on_checkpoint_error``, ``--num_threads``)
+        ``--on_checkpoint_error``, ``--num_threads``, ``--epoch_seconds``)
     """
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--learning_rate", type=float, default=DEFAULTS["learning_rate"])
@@ -129,6 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=1,
         help="torch CPU threads (fixed so that results are reproducible)",
+    )
+    p.add_argument(
+        "--epoch_seconds",
+        type=float,
+        default=None,
+        help="make every epoch take at least this many seconds of wall-clock time "
+        "(sleep the rest after training and evaluating it); default: no sleep",
     )
     return p
 
@@ -207,6 +223,15 @@ def build_model(
     return nn.Sequential(*layers)
 
 
+def _check_epoch_seconds(epoch_seconds: float | None) -> None:
+    if epoch_seconds is not None and not (
+        math.isfinite(epoch_seconds) and epoch_seconds > 0
+    ):
+        raise ValueError(
+            f"epoch_seconds must be a finite number > 0, got {epoch_seconds}"
+        )
+
+
 def _check_config(config: dict[str, Any]) -> None:
     if config["max_epochs"] < 1:
         raise ValueError(f"max_epochs must be >= 1, got {config['max_epochs']}")
@@ -224,6 +249,7 @@ def train(
     report: Callable[..., None] | None = None,
     on_checkpoint_error: str = "raise",
     num_threads: int | None = 1,
+    epoch_seconds: float | None = None,
 ) -> list[dict[str, float]]:
     """
     Trains (or resumes training of) the MLP up to epoch ``config["epochs"]``.
@@ -237,6 +263,9 @@ def train(
     :param on_checkpoint_error: "raise" or "restart", see
         :func:`syne_dyhpo.checkpointing.load_checkpoint`
     :param num_threads: If given, ``torch.set_num_threads(num_threads)``
+    :param epoch_seconds: If given, every epoch takes at least this many seconds of
+        wall-clock time: after training and evaluating it, the rest is slept, before
+        the checkpoint is saved and the result reported. ``None``: no sleep
     :return: Results of the epochs trained in this call (empty if the checkpoint
         is already at or beyond ``epochs``)
     :raises CheckpointError: If the checkpoint cannot be used and
@@ -245,6 +274,7 @@ def train(
     cfg = {**DEFAULTS, **{k: v for k, v in config.items() if v is not None}}
     cfg.setdefault("epochs", cfg["max_epochs"])
     _check_config(cfg)
+    _check_epoch_seconds(epoch_seconds)
     if num_threads is not None:
         torch.set_num_threads(num_threads)
     # plain Python types, so that they compare equal and load with weights_only=True
@@ -306,6 +336,7 @@ def train(
     n_train, batch_size = x_tr.shape[0], int(cfg["batch_size"])
     results = []
     for epoch in range(start_epoch, int(cfg["epochs"]) + 1):
+        epoch_start = time.perf_counter()
         model.train()
         perm = torch.randperm(n_train)
         total_loss = 0.0
@@ -322,6 +353,8 @@ def train(
             logits = model(x_va)
             val_loss = loss_fn(logits, y_va).item()
             val_accuracy = (logits.argmax(dim=1) == y_va).double().mean().item()
+        if epoch_seconds is not None:
+            time.sleep(max(0.0, epoch_seconds - (time.perf_counter() - epoch_start)))
         result = {
             "epoch": epoch,
             "val_accuracy": val_accuracy,
@@ -361,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     config["st_checkpoint_dir"] = args.st_checkpoint_dir
     try:
         _check_config(config)
+        _check_epoch_seconds(args.epoch_seconds)
     except ValueError as ex:
         parser.error(str(ex))
 
@@ -372,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             report=Reporter(),
             on_checkpoint_error=args.on_checkpoint_error,
             num_threads=args.num_threads,
+            epoch_seconds=args.epoch_seconds,
         )
     except CheckpointError as ex:
         print(

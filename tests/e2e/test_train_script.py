@@ -9,6 +9,7 @@ spends ~4 s importing torch and scikit-learn).
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -284,3 +285,48 @@ def test_python_backend_example_runs_random_search(tmp_path, monkeypatch):
     for trial_id in finished:
         ckpt = load_checkpoint(tuner.tuner_path / str(trial_id) / "checkpoints")
         assert ckpt is not None and ckpt.epoch == 2
+
+
+def test_epoch_seconds_slows_every_epoch_and_keeps_its_results(tmp_path, capsys):
+    """``--epoch_seconds S``: consecutive reports of one job are at least S apart, the
+    reported numbers and the checkpoint are those of a run without it (in-process calls of
+    the script's main() and train() to save process starts)."""
+    from launch.train_mlp import main, train
+
+    slow_dir, fast_dir = tmp_path / "slow", tmp_path / "fast"
+    common = ["--max_epochs", "10", "--epochs", "3"]
+    assert main(HP + common + ["--epoch_seconds", "0.3", "--st_checkpoint_dir", str(slow_dir)]) == 0
+    slow = retrieve(capsys.readouterr().out.splitlines())
+    assert [r["epoch"] for r in slow] == [1, 2, 3]
+    stamps = [r["st_worker_timestamp"] for r in slow]
+    assert all(b - a >= 0.3 for a, b in zip(stamps, stamps[1:])), stamps
+
+    config = {  # HP's values
+        "learning_rate": 0.05, "momentum": 0.9, "weight_decay": 0.0001, "n_units": 32,
+        "n_layers": 2, "dropout": 0.2, "batch_size": 32, "seed": 3, "max_epochs": 10, "epochs": 3,
+    }
+    fast = train({**config, "st_checkpoint_dir": str(fast_dir)})
+    assert [{k: r[k] for k in METRICS} for r in slow] == fast  # floats compared exactly
+    assert load_checkpoint(slow_dir).epoch == load_checkpoint(fast_dir).epoch == 3
+
+    # in-process: the first epoch takes at least S as well, and a resume with the option
+    # continues a checkpoint written without it (not a hyperparameter)
+    times = []
+    t0 = time.perf_counter()
+    resumed = train(
+        {**config, "epochs": 4, "st_checkpoint_dir": str(fast_dir)},
+        report=lambda **r: times.append(time.perf_counter()),
+        epoch_seconds=0.3,
+    )
+    assert [r["epoch"] for r in resumed] == [4] and times[0] - t0 >= 0.3
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan"])
+def test_invalid_epoch_seconds_rejected(tmp_path, capsys, value):
+    from launch.train_mlp import main
+
+    with pytest.raises(SystemExit) as exc_info:
+        main(["--max_epochs", "2", "--epoch_seconds", value, "--st_checkpoint_dir", str(tmp_path)])
+    assert exc_info.value.code == 2
+    assert f"epoch_seconds must be a finite number > 0, got {float(value)}" in capsys.readouterr().err
+    assert not (tmp_path / CHECKPOINT_FILENAME).exists()
