@@ -453,7 +453,9 @@ def summary(runs: dict[str, MethodRun], args: argparse.Namespace) -> dict[str, A
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--methods", nargs="+", default=["DyHPO", "DeepPowerLaw", REFERENCE],
                    help=f"names of benchmarks.runner.VARIANTS with a preset in {', '.join(PRESETS)}")
     p.add_argument("--budget", type=positive_number, default=240.0, help="wall-clock seconds per method")
@@ -461,7 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-workers", type=positive_int, default=2, help="jobs run in parallel")
     p.add_argument("--max-epochs", type=positive_int, default=10, help="max_t: epochs of a fully trained trial")
     p.add_argument("--sleep-time", type=positive_number, default=0.5, help="Tuner polling interval (s)")
-    p.add_argument("--max-failures", type=positive_int, default=3, help="stop a method's tuning after more failed trials than this")
+    p.add_argument("--max-failures", type=positive_int, default=3,
+                   help="stop a method's tuning after more failed trials than this")
     p.add_argument("--seed", type=seed, default=0, help="seed of every scheduler and of the model initialisation")
     p.add_argument("--out", type=Path, default=None,
                    help=f"folder of the experiments and {SUMMARY_FILE} (default: a new temporary folder)")

@@ -6,6 +6,7 @@ Independent runs are started in parallel (the machine has 2 cores; each process
 spends ~4 s importing torch and scikit-learn).
 """
 
+import itertools
 import os
 import subprocess
 import sys
@@ -299,7 +300,7 @@ def test_epoch_seconds_slows_every_epoch_and_keeps_its_results(tmp_path, capsys)
     slow = retrieve(capsys.readouterr().out.splitlines())
     assert [r["epoch"] for r in slow] == [1, 2, 3]
     stamps = [r["st_worker_timestamp"] for r in slow]
-    assert all(b - a >= 0.3 for a, b in zip(stamps, stamps[1:])), stamps
+    assert all(b - a >= 0.3 for a, b in itertools.pairwise(stamps)), stamps
 
     config = {  # HP's values
         "learning_rate": 0.05, "momentum": 0.9, "weight_decay": 0.0001, "n_units": 32,

@@ -71,7 +71,7 @@ def test_summary_counts_epochs_starts_share_and_best():
     assert nothing["epochs"] == 0 and nothing["share_in_epochs"] == 0.0
     assert math.isnan(nothing["starts_per_epoch"]) and math.isnan(nothing["epoch_seconds"])
     assert nothing["best_anytime"] is None
-    with pytest.raises(ValueError, match="wall_seconds must be > 0, got 0.0"):
+    with pytest.raises(ValueError, match=r"wall_seconds must be > 0, got 0\.0"):
         rw.summarize(reported, seen, 4, 2, 0.0, 5, 1.0)
 
 
@@ -114,9 +114,13 @@ def test_reported_results_read_every_job_of_a_trial_from_its_stdout():
     class Backend:  # LocalBackend.stdout: the lines of the trial's std.out, every job appended
         def stdout(self, trial_id):
             lines = {
-                0: ['[tune-metric]: {"epoch": 1, "val_accuracy": 0.5, "st_worker_iter": 0, "st_worker_timestamp": 1.0}\n',
+                0: [
+                    '[tune-metric]: {"epoch": 1, "val_accuracy": 0.5, "st_worker_iter": 0, '
+                    '"st_worker_timestamp": 1.0}\n',
                     "some log line\n",
-                    '[tune-metric]: {"epoch": 2, "val_accuracy": 0.6, "st_worker_iter": 0, "st_worker_timestamp": 9.0}\n'],
+                    '[tune-metric]: {"epoch": 2, "val_accuracy": 0.6, "st_worker_iter": 0, '
+                    '"st_worker_timestamp": 9.0}\n',
+                ],
                 1: [],
             }
             return lines[trial_id]
