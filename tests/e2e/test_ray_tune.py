@@ -9,7 +9,6 @@ import json
 import os
 import re
 import signal
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -80,15 +79,6 @@ def trainable(config: dict) -> None:
                 {"epoch": epoch, "loss": loss, "restored_from": restored_from},
                 checkpoint=tune.Checkpoint.from_directory(d),
             )
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    # Ray workers cannot import this test module by name: ship the trainable by value
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 @pytest.mark.slow  # starts a Tuner, Ray or a process

@@ -5,7 +5,6 @@ read from Ray's folder must agree with what the scheduler saw and with Ray's own
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -40,15 +39,6 @@ def trainable(config: dict) -> None:
             Path(d, "state.json").write_text(json.dumps({"epoch": epoch}))
             tune.report({"epoch": epoch, "loss": (config["x"] - 0.3) ** 2 + 1.0 / epoch},
                         checkpoint=tune.Checkpoint.from_directory(d))
-
-
-@pytest.fixture(scope="module")
-def local_ray():
-    # Ray workers cannot import this test module by name: ship the trainable by value
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
-    yield
-    ray.shutdown()
 
 
 def test_report_of_a_ray_tune_experiment_folder(local_ray, tmp_path):
