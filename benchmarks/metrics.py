@@ -170,8 +170,7 @@ def regret_at_fractions(
     :return: ``{fraction: regret}``
     """
     epochs = [int(round(f * budget)) for f in fractions]
-    inc = incumbent_at_epochs(trajectory, epochs, column)
-    return {f: float(normalized_regret(v, best, worst)) for f, v in zip(fractions, inc)}
+    return _regret_at_epochs(trajectory, epochs, fractions, best, worst, column)
 
 
 def epochs_until(trajectory: pd.DataFrame, times: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -207,6 +206,19 @@ def regret_at_time_fractions(
     :return: ``{fraction: regret}``
     """
     epochs = epochs_until(trajectory, [f * budget_seconds for f in fractions])
+    return _regret_at_epochs(trajectory, epochs, fractions, best, worst, column)
+
+
+def _regret_at_epochs(
+    trajectory: pd.DataFrame,
+    epochs: Sequence[int] | np.ndarray,
+    fractions: Sequence[float],
+    best: float,
+    worst: float,
+    column: str,
+) -> dict[float, float]:
+    """``{fraction: normalised regret of the incumbent after its epochs}`` (:func:`regret_at_fractions`,
+    :func:`regret_at_time_fractions`)."""
     inc = incumbent_at_epochs(trajectory, epochs, column)
     return {f: float(normalized_regret(v, best, worst)) for f, v in zip(fractions, inc)}
 
