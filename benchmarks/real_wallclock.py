@@ -43,7 +43,7 @@ Accounting (:func:`summarize`), per method:
 * **best**: the best ``val_accuracy`` the scheduler saw at any epoch (anytime), and the best
   of a trial at ``max_t`` (None if no trial got there).
 
-When ASHA is among the methods, each other method's share over ASHA's (issue 50's target: at
+When ASHA is among the methods, each other method's share over ASHA's (the target: at
 least 0.9) and its job starts per epoch over ASHA's (target: at most 1.5) are printed too. The
 markdown table goes to stdout, everything to ``<out>/summary.json``.
 """
