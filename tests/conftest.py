@@ -1,4 +1,4 @@
-"""Shared fixtures: a fake Trial factory and paths to the benchmark data the repo ships."""
+"""Shared fixtures: a fake Trial factory, paths to the benchmark data the repo ships, and a local Ray."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ import os
 import tempfile
 from datetime import datetime
 from pathlib import Path
+
+import pytest
 
 # Syne Tune writes its experiment folders under SYNETUNE_FOLDER: keep them out of $HOME
 os.environ.setdefault("SYNETUNE_FOLDER", tempfile.mkdtemp(prefix="syne-dyhpo-tests-"))
@@ -200,3 +202,15 @@ def simulate_tuner(scheduler, blackbox, n_workers: int, max_epochs: int, max_res
     with contextlib.redirect_stdout(io.StringIO()):
         tuner.run()
     return tuner, callback.dataframe()
+
+
+@pytest.fixture(scope="module")
+def local_ray(request):
+    """A local Ray (2 CPUs) for the tests of one module, shut down after them. Ray workers
+    cannot import a test module by name, so the requesting module is shipped by value (its
+    trainables with it)."""
+    ray = pytest.importorskip("ray", reason="Ray Tune is an optional extra: pip install syne-dyhpo[ray]")
+    ray.cloudpickle.register_pickle_by_value(request.module)
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    yield
+    ray.shutdown()
