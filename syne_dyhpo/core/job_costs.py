@@ -18,7 +18,12 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    it reports, apart for new trials and resumes (a new trial's first epoch may take longer
    than later ones, as LCBench's do: that is part of the price of a new trial, not of a
    resume). A user may pass the start cost instead (``JobCosts.start_seconds``).
-3. **Expected improvement per expected second.** The acquisition value (log expected
+3. **A start is a bounded share of its segment** (``max_start_share``). A job started or
+   resumed now trains at least the epochs that make its start at most that share of the
+   segment's seconds (:meth:`JobTimer.start_segment_epochs`), before the trial is decided on
+   again: ``epochs >= start x (1 - share) / (share x epoch)``. A free start gives one
+   ``budget_step``, the papers' segment.
+4. **Expected improvement per expected second.** The acquisition value (log expected
    improvement) of each candidate has the log of its expected seconds subtracted: the epochs
    of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
    is running, pays no start. With free starts and equal segments this shifts every value by
@@ -58,9 +63,13 @@ class JobCosts:
 
     :param start_seconds: seconds a job start (or resume) costs before its first epoch. None
         (default): learned from the results' timestamps
+    :param max_start_share: a job started or resumed trains at least the epochs that make its
+        start at most this share of its segment's seconds, before it is decided on again (in
+        (0, 1]; 1: no bound, the segment is one ``budget_step`` as in the papers)
     """
 
     start_seconds: float | None = None
+    max_start_share: float = 1.0
 
     def __post_init__(self) -> None:
         if self.start_seconds is not None:
@@ -72,6 +81,10 @@ class JobCosts:
                     "a finite number >= 0 or None (learned)",
                 ),
             )
+        share = checked_number("JobCosts.max_start_share", self.max_start_share, 0.0, 1.0, "a number in (0, 1]")
+        if share <= 0.0:
+            raise ValueError(f"JobCosts.max_start_share must be a number in (0, 1], got {self.max_start_share!r}")
+        object.__setattr__(self, "max_start_share", share)
 
 
 @dataclass
@@ -176,6 +189,20 @@ class JobTimer:
             return None
         return max(0.0, (seconds - epochs * epoch) / count)
 
+    def start_segment_epochs(self, new: bool) -> int:
+        """Fewest epochs a job started now trains so that its start is at most
+        ``JobCosts.max_start_share`` of the segment's seconds: the smallest ``n >= 1`` with
+        ``start / (start + n x epoch) <= share``, the start being a new trial's (``new``) or a
+        resume's (:meth:`start_seconds_of`). 1 while the costs are not learned, or the start is
+        free, or the share is 1."""
+        share = self.costs.max_start_share
+        epoch = self.epoch_seconds
+        start = self.start_seconds_of(NEW if new else RESUME)
+        if share >= 1.0 or not epoch or not start:
+            return 1
+        # a relative tolerance: start = epoch at a share of 0.1 is 9 epochs, not 10
+        return max(1, math.ceil(start * (1.0 - share) / (share * epoch) * (1.0 - 1e-9)))
+
     def log_seconds(
         self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None
     ) -> np.ndarray | None:
@@ -201,6 +228,7 @@ class JobTimer:
     def metadata(self) -> dict[str, Any]:
         return {
             "start_seconds_given": self.costs.start_seconds,
+            "max_start_share": self.costs.max_start_share,
             "epoch_seconds": self.epoch_seconds,
             "start_seconds": self.start_seconds,
             "new_start_seconds": self.start_seconds_of(NEW),

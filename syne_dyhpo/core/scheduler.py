@@ -170,6 +170,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             restart_if_lost=checkpoints.restart_if_lost,
             max_resource_attr=max_resource_attr,
             jobs_run_on=job_costs is not None,
+            start_epochs=None if self._job_timer is None else self._job_timer.start_segment_epochs,
         )
         self._decider = DecisionMaker(
             policy,

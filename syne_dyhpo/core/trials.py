@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from enum import Enum
 
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
@@ -57,6 +58,9 @@ class TrialLifecycle:
     :param jobs_run_on: jobs are told to run to ``max_t`` and paused when their trial loses a
         decision (:class:`~syne_dyhpo.core.job_costs.JobCosts`): the epochs a job trains
         between its report and its pause are an expected loss (:meth:`lost_epochs`)
+    :param start_epochs: epochs a job started now trains at least, given whether it is a new
+        trial's (:meth:`~syne_dyhpo.core.job_costs.JobTimer.start_segment_epochs`); None: one
+        ``budget_step``
     """
 
     #: whether lost epochs were logged as an ERROR in this run (once per run)
@@ -70,6 +74,7 @@ class TrialLifecycle:
         restart_if_lost: bool = False,
         max_resource_attr: str | None = None,
         jobs_run_on: bool = False,
+        start_epochs: Callable[[bool], int] | None = None,
     ):
         self.observations = observations
         self.jobs_run_on = jobs_run_on
@@ -77,17 +82,29 @@ class TrialLifecycle:
         self.budget_step = budget_step
         self.restart_if_lost = restart_if_lost
         self.max_resource_attr = max_resource_attr
+        self.start_epochs = start_epochs
         self._resumed: set[int] = set()  # resumed, no new report yet (lost-checkpoint detection)
 
-    def segment_end(self, record: TrialRecord | None) -> int:
-        """Epoch at which a (new, for None) trial started or resumed now would next be decided
-        on: one ``budget_step`` after its last epoch, at most ``max_t``."""
-        return min((0 if record is None else record.last_epoch) + self.budget_step, self.max_t)
+    def segment_end(self, record: TrialRecord | None, starts: bool | None = None) -> int:
+        """Epoch at which a (new, for None) trial would next be decided on: one ``budget_step``
+        after its last epoch, or if a job starts for it the longer of that and ``start_epochs``;
+        at most ``max_t``.
+
+        :param starts: whether a job is started or resumed for it (None: unless the trial's
+            job is running)
+        """
+        last = 0 if record is None else record.last_epoch
+        if starts is None:
+            starts = record is None or record.status is not TrialStatus.RUNNING
+        step = self.budget_step
+        if starts and self.start_epochs is not None:
+            step = max(step, self.start_epochs(last == 0))
+        return min(last + step, self.max_t)
 
     def start(self, record: TrialRecord) -> None:
         """The trial got a worker (a new trial, or one a front end adopted)."""
         record.status = TrialStatus.RUNNING
-        record.segment_end = self.segment_end(record)
+        record.segment_end = self.segment_end(record, starts=True)
 
     def resume(self, record: TrialRecord) -> None:
         """A paused trial gets a worker again."""
@@ -96,7 +113,7 @@ class TrialLifecycle:
 
     def extend(self, record: TrialRecord) -> None:
         """The running trial won the decision at its segment end: one more segment."""
-        record.segment_end = self.segment_end(record)
+        record.segment_end = self.segment_end(record, starts=False)
 
     def on_result(self, record: TrialRecord, epoch: int, value: float) -> ResultAction:
         """Records a result and says what the trial does next.

@@ -206,3 +206,70 @@ def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missi
     assert len(lost) == 2 and all("JobCosts" in m for m in lost)
     curve = s.observations.trials[0].scores
     assert curve[:3] == [-1.0, -0.5, -1 / 3] and np.isnan(curve[3]) and curve[4] == -0.2
+
+
+# ----- a start is a bounded share of its segment ------------------------------------------------
+
+
+def _timed(costs):
+    """A timer that learned 1 s per epoch and a start of 1 s (new trials and resumes)."""
+    timer = JobTimer(costs)
+    timer.job_started(0, last_epoch=0)
+    timer.on_result(0, 1, _sim(1, 2.0))
+    timer.on_result(0, 2, _sim(2, 3.0))
+    return timer
+
+
+@pytest.mark.parametrize("share, epochs", [(1.0, 1), (0.5, 1), (0.25, 3), (0.2, 4), (0.1, 9), (0.01, 99)])
+def test_start_segment_epochs_bound_the_share_of_the_start(share, epochs):
+    timer = _timed(JobCosts(max_start_share=share))
+    assert timer.epoch_seconds == 1.0 and timer.start_seconds == 1.0
+    assert timer.start_segment_epochs(new=True) == timer.start_segment_epochs(new=False) == epochs
+    # the fewest such epochs: one fewer would make the start more than the share
+    assert 1.0 / (1.0 + epochs) <= share + 1e-12
+    assert epochs == 1 or 1.0 / epochs > share
+
+
+def test_start_segment_epochs_are_one_while_unknown_or_free_and_differ_for_new_trials_and_resumes():
+    assert JobTimer(JobCosts(max_start_share=0.1)).start_segment_epochs(new=True) == 1  # nothing timed
+    assert _timed(JobCosts(start_seconds=0, max_start_share=0.1)).start_segment_epochs(new=False) == 1
+    assert _timed(JobCosts(start_seconds=2, max_start_share=0.2)).start_segment_epochs(new=True) == 8
+    timer = _timed(JobCosts(max_start_share=0.5))
+    timer.job_started(0, last_epoch=2)  # a resume at 3 s whose first result comes at 7 s: 3 s start
+    timer.on_result(0, 3, _sim(3, 7.0))
+    assert timer.start_segment_epochs(new=True) == 1 and timer.start_segment_epochs(new=False) == 3
+
+
+@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, math.nan, math.inf, "0.1", True])
+def test_a_bad_max_start_share_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match=re.escape("JobCosts.max_start_share")):
+        JobCosts(max_start_share=bad)
+
+
+def test_a_started_or_resumed_trial_trains_its_whole_segment_before_it_is_decided_on():
+    decisions = []
+
+    def prefer(tid, config):
+        decisions.append(tid)
+        return 2.0 if tid == 0 else (1.0 if tid is None else 0.0)
+
+    # a start of 2 s against an epoch of 1 s, at most a third of a segment: 4 epochs
+    s = make(prefer, max_t=20, max_resource_attr="stop_at", job_costs=JobCosts(start_seconds=2, max_start_share=1 / 3))
+    t0 = start(s, 0)  # nothing timed yet: its first segment is one epoch
+    assert s.on_trial_result(t0, _sim(1, 3.0)) == D.CONTINUE
+    assert s.on_trial_result(t0, _sim(2, 4.0)) == D.CONTINUE  # 1 s per epoch now: still running
+    assert s.observations.trials[0].segment_end == 3  # running: one budget_step at a time
+    s.on_trial_remove(t0)  # Syne Tune took its worker: paused at epoch 2
+    sug = s.suggest()
+    assert sug.checkpoint_trial_id == 0 and sug.config["stop_at"] == 20
+    assert s.observations.trials[0].segment_end == 6  # a resume: 4 epochs
+    made = len(decisions)
+    assert [s.on_trial_result(t0, _sim(e, 5.0 + e)) for e in (3, 4, 5)] == [D.CONTINUE] * 3
+    assert len(decisions) == made  # inside its segment: no decision
+    s.on_trial_result(t0, _sim(6, 11.0))
+    assert len(decisions) > made  # its segment end: decided on
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_with_free_starts_a_bounded_share_trains_the_same_epochs_as_the_papers(seed):
+    assert _trained(JobCosts(start_seconds=0, max_start_share=0.1), seed) == _trained(None, seed)
