@@ -248,18 +248,19 @@ def _test_cell(pairs: pd.DataFrame, a: str, b: str) -> str:
     return f"{t['mean_diff']:+.3f} ({t['wins']}/{t['ties']}/{t['losses']}, p {_p(t['p'])})"
 
 
-def headline_tests(long: pd.DataFrame) -> pd.DataFrame:
+def headline_tests(long: pd.DataFrame, ours: Sequence[str] = OURS) -> pd.DataFrame:
     """
-    Each of :data:`OURS` against the better of :data:`REFERENCES` (the lower mean regret over
+    Each of ``ours`` against the better of :data:`REFERENCES` (the lower mean regret over
     the pairs compared, per cell and budget point).
 
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
+    :param ours: our methods compared, in this order (default: :data:`OURS`, the defaults)
     :return: Per (family, workers, method, regret kind): one column per budget point,
         ``diff (W/T/L, p) vs reference``
     """
     rows = []
     for (family, n_workers), g in long.groupby(["benchmark", "n_workers"], sort=True):
-        for m in [m for m in OURS if m in set(g["method"])]:
+        for m in [m for m in ours if m in set(g["method"])]:
             for col, kind in REGRET_KINDS.items():
                 row = {"family": family, "workers": n_workers, "method": m, "regret": kind}
                 for f, gf in g.groupby("budget_point", sort=True):
@@ -742,8 +743,8 @@ def wallclock_table(long: pd.DataFrame) -> pd.DataFrame:
 def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
     """
     The markdown of the wall-clock protocol: its protocol, then per start delay the means
-    (:func:`wallclock_table`) and our defaults against the better of ASHA and BOHB
-    (:func:`headline_tests`).
+    (:func:`wallclock_table`) and each of ours, variants included, against the better of ASHA
+    and BOHB (:func:`headline_tests`).
 
     :param long: :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark``
     :param results_dir: The folder of its runs (named in the text)
@@ -757,16 +758,42 @@ def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
         WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS),
     ]
     for delay, g in long.groupby("start_delay", sort=True):
-        tests = headline_tests(g)
+        tests = headline_tests(g, sorted(m for m in g["method"].unique() if m.startswith(OURS)))
         parts += [
             f"### Start delay {delay:g} x the median epoch time",
             "Mean normalised regret over the family's tasks and seeds (lower is better) at "
             "25/50/100 % of the wall-clock budget.\n\n" + to_markdown(wallclock_table(g)),
-            "Our defaults against the better of ASHA and BOHB in each cell, as in the headline "
+            "Ours against the better of ASHA and BOHB in each cell, as in the headline "
             "(diff = mean(ours - reference), negative = ours better; W/T/L; p of the paired "
             "test).\n\n" + (to_markdown(tests) if not tests.empty else "(no runs of our defaults)"),
         ]
     return parts
+
+
+WALLCLOCK_HEADING = "## Wall-clock protocol"
+
+
+def splice_wallclock(text: str, sections: Sequence[str]) -> str:
+    """
+    ``text`` (a written RESULTS.md) with its wall-clock section replaced by ``sections``
+    (:func:`wallclock_sections`), or inserted before "## Figures" (else at the end) when it has
+    none; every other section is kept as it is.
+
+    :param text: The markdown file's text
+    :param sections: The new wall-clock section's parts
+    :return: The new text
+    """
+    new = "\n\n".join(sections) + "\n"
+    lines = text.splitlines(keepends=True)
+    heads = [i for i, line in enumerate(lines) if line.startswith("## ")]
+    start = next((i for i in heads if lines[i].startswith(WALLCLOCK_HEADING)), None)
+    if start is None:
+        figures = next((i for i in heads if lines[i].startswith("## Figures")), None)
+        if figures is None:
+            return text.rstrip("\n") + "\n\n" + new
+        return "".join(lines[:figures]) + new + "\n" + "".join(lines[figures:])
+    end = next((i for i in heads if i > start), len(lines))
+    return "".join(lines[:start]) + new + ("\n" + "".join(lines[end:]) if end < len(lines) else "")
 
 
 def _as_families(runs: Sequence[RunRecord]) -> list[RunRecord]:
@@ -943,7 +970,13 @@ def render(
 
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results_dir", help="results folder of the grid (benchmarks/run_benchmarks.py --results-dir)")
+    p.add_argument(
+        "results_dir",
+        nargs="?",
+        default=None,
+        help="results folder of the grid (benchmarks/run_benchmarks.py --results-dir); without it, "
+        "--wallclock replaces the wall-clock section of the existing --out and keeps the rest",
+    )
     p.add_argument("--out", default="benchmarks/RESULTS.md", help="markdown file to write")
     p.add_argument("--figures", default="benchmarks/figures", help="folder of the figures ('' for none)")
     p.add_argument(
@@ -973,6 +1006,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         folder = getattr(args, name)
         if folder is not None and not Path(folder).is_dir():
             p.error(f"{name} {folder}: not a folder")
+    if args.results_dir is None:
+        return _splice_main(p, args)
     runs = _as_families(load_runs(args.results_dir))
     if not runs:
         p.error(f"results_dir {args.results_dir}: no finished runs (run.json) under it")
@@ -999,10 +1034,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command += f" --more-seeds {args.more_seeds}"
     wallclock = None
     if args.wallclock is not None:
-        wallclock_runs = _as_families(load_runs(args.wallclock, protocol=WALLCLOCK))
-        if not wallclock_runs:
-            p.error(f"wallclock {args.wallclock}: no finished runs of the wall-clock protocol under it")
-        wallclock = (args.wallclock, wallclock_long_table(wallclock_runs, FRACTIONS))
+        wallclock = (args.wallclock, _wallclock_long(p, args.wallclock))
         command += f" --wallclock {args.wallclock}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -1010,6 +1042,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     depth["benchmark"] = depth["benchmark"].map(family_of)
     out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds, wallclock))
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
+    return 0
+
+
+def _wallclock_long(p: argparse.ArgumentParser, folder: str) -> pd.DataFrame:
+    wallclock_runs = _as_families(load_runs(folder, protocol=WALLCLOCK))
+    if not wallclock_runs:
+        p.error(f"wallclock {folder}: no finished runs of the wall-clock protocol under it")
+    return wallclock_long_table(wallclock_runs, FRACTIONS)
+
+
+def _splice_main(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    """Without ``results_dir``: the wall-clock section of the existing ``--out`` rewritten."""
+    out = Path(args.out)
+    if args.wallclock is None:
+        p.error(
+            "results_dir is required unless --wallclock is given (then the wall-clock section of --out "
+            "is rewritten)"
+        )
+    if args.list_tasks_over or args.reseeded is not None or args.more_seeds is not None:
+        p.error("--list-tasks-over, --reseeded and --more-seeds need results_dir")
+    if not out.is_file():
+        p.error(f"out {out}: not a file; without results_dir --wallclock rewrites the section of an existing file")
+    sections = wallclock_sections(_wallclock_long(p, args.wallclock), args.wallclock)
+    out.write_text(splice_wallclock(out.read_text(), sections))
+    print(f"{out}: wall-clock section rewritten from {args.wallclock}")
     return 0
 
 

@@ -97,3 +97,38 @@ def test_a_run_of_the_epoch_protocol_is_refused():
     run.summary["protocol"] = "epochs"
     with pytest.raises(ValueError, match="not a wall-clock run"):
         wallclock_long_table([run])
+
+
+def test_the_wall_clock_section_is_replaced_in_place_or_inserted_before_the_figures():
+    doc = (
+        "# R\n\n## Speed\n\nfast\n\n## Wall-clock protocol: old\n\nold\n\n### Start delay 1\n\nx\n\n"
+        "## Figures\n\n- f\n"
+    )
+    spliced = results.splice_wallclock(doc, ["## Wall-clock protocol: new", "### Start delay 0", "t"])
+    assert spliced == (
+        "# R\n\n## Speed\n\nfast\n\n## Wall-clock protocol: new\n\n### Start delay 0\n\nt\n\n## Figures\n\n- f\n"
+    )
+    without = "# R\n\n## Speed\n\nfast\n\n## Figures\n\n- f\n"
+    assert results.splice_wallclock(without, ["## Wall-clock protocol: new"]) == (
+        "# R\n\n## Speed\n\nfast\n\n## Wall-clock protocol: new\n\n## Figures\n\n- f\n"
+    )
+    assert results.splice_wallclock("# R\n\n## Speed\n\nfast\n", ["## Wall-clock protocol: new"]) == (
+        "# R\n\n## Speed\n\nfast\n\n## Wall-clock protocol: new\n"
+    )
+    last = "# R\n\n## Wall-clock protocol: old\n\nold\n"
+    assert results.splice_wallclock(last, ["## Wall-clock protocol: new"]) == "# R\n\n## Wall-clock protocol: new\n"
+
+
+def test_without_a_results_folder_only_the_wall_clock_section_is_rewritten_and_bad_calls_are_refused(tmp_path, capsys):
+    out = tmp_path / "R.md"
+    with pytest.raises(SystemExit):
+        results.main(["--out", str(out)])  # neither results_dir nor --wallclock
+    assert "results_dir is required unless --wallclock" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        results.main(["--wallclock", str(tmp_path), "--out", str(out)])  # no file to rewrite
+    assert f"out {out}: not a file" in capsys.readouterr().err
+    out.write_text("# R\n")
+    with pytest.raises(SystemExit):
+        results.main(["--wallclock", str(tmp_path), "--out", str(out)])  # no runs under it
+    assert "no finished runs of the wall-clock protocol" in capsys.readouterr().err
+    assert out.read_text() == "# R\n"
