@@ -65,11 +65,11 @@ class JobCosts:
         (default): learned from the results' timestamps
     :param max_start_share: a job started or resumed trains at least the epochs that make its
         start at most this share of its segment's seconds, before it is decided on again (in
-        (0, 1]; 1: no bound, the segment is one ``budget_step`` as in the papers)
+        (0, 1]; default 0.25; 1: no bound, the segment is one ``budget_step`` as in the papers)
     """
 
     start_seconds: float | None = None
-    max_start_share: float = 1.0
+    max_start_share: float = 0.25
 
     def __post_init__(self) -> None:
         if self.start_seconds is not None:

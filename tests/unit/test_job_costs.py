@@ -103,11 +103,15 @@ def _running_trial_at_a_segment_end(job_costs, new_value):
     return s, t0, answers
 
 
-@pytest.mark.parametrize("start_seconds, new_wins", [(0.0, True), (0.5, True), (1.5, False)])
-def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, new_wins):
-    # log EI: the new configuration 0.8 above the running trial; a start of s seconds costs it
-    # log(1 + s) more than the running trial's one epoch of 1 s
-    s, _t0, answers = _running_trial_at_a_segment_end(JobCosts(start_seconds=start_seconds), 1.8)
+@pytest.mark.parametrize(
+    "start_seconds, share, new_wins", [(0.0, 1.0, True), (0.5, 1.0, True), (1.5, 1.0, False), (0.5, 0.25, False)]
+)
+def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, share, new_wins):
+    # log EI: the new configuration 0.8 above the running trial; with one-epoch segments (share
+    # 1) a start of s seconds costs it log(1 + s) more than the running trial's epoch of 1 s; at
+    # a share of 0.25 a start of 0.5 s makes its segment 2 epochs: log(2.5) > 0.8
+    costs = JobCosts(start_seconds=start_seconds, max_start_share=share)
+    s, _t0, answers = _running_trial_at_a_segment_end(costs, 1.8)
     assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
     assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
 
