@@ -193,10 +193,13 @@ class JobTimer:
         """Fewest epochs a job started now trains so that its start is at most
         ``JobCosts.max_start_share`` of the segment's seconds: the smallest ``n >= 1`` with
         ``start / (start + n x epoch) <= share``, the start being a new trial's (``new``) or a
-        resume's (:meth:`start_seconds_of`). 1 while the costs are not learned, or the start is
-        free, or the share is 1."""
+        resume's (:meth:`start_seconds_of`). 2 while no epoch has been timed (a job's second
+        result times one; a one-epoch job would leave the costs unknown) unless the start is
+        given as free; 1 when the start is free or the share is 1."""
         share = self.costs.max_start_share
         epoch = self.epoch_seconds
+        if share < 1.0 and epoch is None and self.costs.start_seconds != 0.0:
+            return 2  # no epoch timed yet: the job's second result times one
         start = self.start_seconds_of(NEW if new else RESUME)
         if share >= 1.0 or not epoch or not start:
             return 1

@@ -44,3 +44,15 @@ def test_dyhpo_costs_learns_the_simulators_costs_and_keeps_winners_running(tmp_p
     assert costs["starts_per_epoch"] < base["starts_per_epoch"]
     assert costs["epochs_in_budget"] > base["epochs_in_budget"]
     json.dumps(costs["scheduler_metadata"])  # the Tuner writes it as JSON
+    # a start is at most a quarter of its segment: the first job trains two epochs (its second
+    # result times one), every later start at least three (a start of 1 s, epochs of 1 s)
+    spec = RunSpec("DyHPO-costs", source, GRU, 0, 100, 1, "wallclock", 1)
+    log = pd.read_csv(run_dir(spec, tmp_path) / "decision_log.csv")
+    last_epoch: dict = {}  # each trial's last epoch reported before the row
+    segments = []  # epochs each started or resumed job is given
+    for row in log.itertuples():
+        if row.next in ("start", "resume"):
+            segments.append(row.next_epoch - last_epoch.get(row.next_trial_id, 0))
+        if row.trial_id == row.trial_id:  # not NaN: a reporting trial
+            last_epoch[row.trial_id] = row.epoch
+    assert segments[0] == 2 and len(segments) > 3 and min(segments[1:]) >= 3

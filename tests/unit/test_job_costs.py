@@ -234,8 +234,12 @@ def test_start_segment_epochs_bound_the_share_of_the_start(share, epochs):
     assert epochs == 1 or 1.0 / epochs > share
 
 
-def test_start_segment_epochs_are_one_while_unknown_or_free_and_differ_for_new_trials_and_resumes():
-    assert JobTimer(JobCosts(max_start_share=0.1)).start_segment_epochs(new=True) == 1  # nothing timed
+def test_start_segment_epochs_time_an_epoch_first_are_one_when_free_and_differ_for_new_trials_and_resumes():
+    # nothing timed yet: two epochs, so that the job's second result times one
+    assert JobTimer(JobCosts(max_start_share=0.1)).start_segment_epochs(new=True) == 2
+    assert JobTimer(JobCosts(start_seconds=5, max_start_share=0.1)).start_segment_epochs(new=True) == 2
+    assert JobTimer(JobCosts(start_seconds=0, max_start_share=0.1)).start_segment_epochs(new=True) == 1
+    assert JobTimer(JobCosts(max_start_share=1.0)).start_segment_epochs(new=True) == 1
     assert _timed(JobCosts(start_seconds=0, max_start_share=0.1)).start_segment_epochs(new=False) == 1
     assert _timed(JobCosts(start_seconds=2, max_start_share=0.2)).start_segment_epochs(new=True) == 8
     timer = _timed(JobCosts(max_start_share=0.5))
