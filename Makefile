@@ -66,14 +66,20 @@ benchmark: setup
 
 # The wall-clock protocol (benchmarks/wallclock.py): the budget is simulated time and every job start
 # or resume costs 0, 1 and 10 median epoch times, on the development tasks (hours on 2 cores;
-# finished runs are reused); writes $(WALLCLOCK_DIR)/wallclock.md, and benchmarks/RESULTS.md gains
-# its section when the epoch grid's runs are there too. DEV as for `make benchmark`
+# finished runs are reused; WALLCLOCK_SEEDS, _WORKERS, _DELAYS, _METHODS run a part of the grid);
+# writes $(WALLCLOCK_DIR)/wallclock.md and the wall-clock section of benchmarks/RESULTS.md (the
+# whole file when the epoch grid's runs are there too). DEV as for `make benchmark`
+WALLCLOCK_SEEDS ?= 0 1 2 3 4
+WALLCLOCK_WORKERS ?= 1 4
+WALLCLOCK_DELAYS ?= 0 1 10
+WALLCLOCK_METHODS ?= ASHA BOHB DyHPO DeepPowerLaw DyHPO-costs DeepPowerLaw-costs
 benchmark-wallclock: setup
 	@test -n "$(DEV)" || { echo "make benchmark-wallclock DEV=FOLDER: the folder holding lcbench, lcbench-extra, taskset and taskset-extra"; exit 2; }
-	$(BIN)/python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \
+	$(BIN)/python benchmarks/run_benchmarks.py --protocol wallclock --start-delay $(WALLCLOCK_DELAYS) \
 		--data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset $(DEV)/taskset-extra \
-		--methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 \
+		--methods $(WALLCLOCK_METHODS) --seeds $(WALLCLOCK_SEEDS) --n-workers $(WALLCLOCK_WORKERS) --n-jobs 2 \
 		--results-dir $(WALLCLOCK_DIR)
-	test ! -d $(RESULTS_DIR) || $(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md \
+	if test -d $(RESULTS_DIR); then $(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md \
 		--figures benchmarks/figures --reseeded $(RESEEDED_DIR) \
-		$$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) --wallclock $(WALLCLOCK_DIR)
+		$$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) --wallclock $(WALLCLOCK_DIR); \
+	else $(BIN)/python -m benchmarks.results --out benchmarks/RESULTS.md --wallclock $(WALLCLOCK_DIR); fi

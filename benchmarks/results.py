@@ -116,7 +116,7 @@ PROTOCOL = """\
 WALLCLOCK_COMMAND = """\
 PYTHONPATH=. python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \\
     --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset $DEV/taskset-extra \\
-    --methods ASHA BOHB RandomSearch DyHPO DeepPowerLaw \\
+    --methods ASHA BOHB DyHPO DeepPowerLaw DyHPO-costs DeepPowerLaw-costs \\
     --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/wallclock"""
 
 WALLCLOCK_PROTOCOL = """\
