@@ -133,8 +133,9 @@ WALLCLOCK_PROTOCOL = """\
   times the task's median epoch time (a task's own median and mean, not its family's: LCBench's
   tasks differ more than ten times in their median epoch time). Every other delay of the
   simulator is 0, except Syne Tune's fixed {stop_ms:g} ms of simulated time per pause or stop.
-  Our schedulers' segments (`max_resource_attr`) each make a job; Syne Tune's ASHA and BOHB
-  run a job until they stop it.
+  Our schedulers' defaults make a job of each segment (`max_resource_attr`); with `JobCosts`
+  (the `-costs` variants) a job runs until its trial loses a decision. Syne Tune's ASHA and
+  BOHB run a job until they stop it.
 - **Clock:** the Tuner sleeps until the simulator's next event, so a result reaches the
   scheduler when it is reported and a free worker is refilled at once.
 - **Regrets** as in the epoch protocol, with 25/50/100 % the share of the wall-clock budget
@@ -754,7 +755,8 @@ def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
     parts = [
         "## Wall-clock protocol: every job start costs a delay",
         f"From the {n_runs} finished runs under `{results_dir}`, made by (from the repository "
-        f"root; `make benchmark-wallclock DEV=...`):\n\n```bash\n{WALLCLOCK_COMMAND}\n```",
+        f"root; `make benchmark-wallclock DEV=...`), or the part of its grid that was run (the "
+        f"`runs` column counts each cell's runs):\n\n```bash\n{WALLCLOCK_COMMAND}\n```",
         WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS),
     ]
     for delay, g in long.groupby("start_delay", sort=True):
