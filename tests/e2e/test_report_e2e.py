@@ -14,6 +14,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -71,10 +72,12 @@ class UntilTrained:
         return (trained and obs.num_observations >= self.epochs) or obs.num_observations >= self.limit
 
 
-def make_scheduler(points: list[float], low: float = 0.0, high: float = 1.0) -> DyHPO:
-    # the completion starts after 4 first epochs: the good point leads and is trained to max_t
+def make_scheduler(
+    points: list[float], low: float = 0.0, high: float = 1.0, after: int = 4, **constants: Any
+) -> DyHPO:
+    # the completion starts after `after` first epochs: the good point leads and is trained to max_t
     return DyHPO(
-        {"x": uniform(low, high), "epochs": MAX_T},
+        {"x": uniform(low, high), "epochs": MAX_T, **constants},
         metric="loss",
         do_minimize=True,
         time_attr="epoch",
@@ -83,7 +86,7 @@ def make_scheduler(points: list[float], low: float = 0.0, high: float = 1.0) -> 
         options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
         random_seed=1,
         points_to_evaluate=[{"x": x} for x in points],
-        completion=quick_completion(4),
+        completion=quick_completion(after),
     )
 
 
@@ -355,19 +358,8 @@ def python_backend_train(x: float, epochs: int, st_checkpoint_dir: str):
 def test_report_of_a_python_backend_run(in_tmp):
     from syne_tune.backend import PythonBackend
 
-    config_space = {"x": uniform(0.1, 0.9), "epochs": MAX_T, "st_checkpoint_dir": "set by the backend"}
-    scheduler = DyHPO(
-        config_space,
-        metric="loss",
-        do_minimize=True,
-        time_attr="epoch",
-        max_t=MAX_T,
-        max_resource_attr="epochs",
-        options=FreezeThawOptions(candidates=CandidateOptions(num_candidates=16)),
-        random_seed=1,
-        points_to_evaluate=[{"x": GOOD}],
-        completion=quick_completion(3),
-    )
+    scheduler = make_scheduler([GOOD], low=0.1, high=0.9, after=3, st_checkpoint_dir="set by the backend")
+    config_space = scheduler.config_space
     backend = PythonBackend(tune_function=python_backend_train, config_space=config_space)
     tuner = Tuner(
         trial_backend=backend,
