@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,13 +40,15 @@ class IncumbentCompletion:
 
     :param after: the completion starts once this many configurations reported their first
         epoch, so that the leader leads among several. Defaults to 9 (two rungs of successive
-        halving with reduction factor 3)
+        halving with reduction factor 3). With ``JobCosts`` a new trial's job start counts too,
+        as the epochs its seconds would train
     :param delay: the completion also waits until ``delay * max_t / workers**2`` epochs were
         observed (workers: the most trials seen running at once). With one worker completing
         a leader stops all exploration for up to ``max_t`` epochs, so the run explores first;
         with ``w`` workers a completion takes a ``w``-th of the exploration and a trained
         model is due ``w`` times sooner, hence the square. Defaults to 2.0; 0 starts the
-        completion after ``after`` first epochs alone
+        completion after ``after`` first epochs alone. With ``JobCosts`` every job start counts
+        too, as the epochs its seconds would train
     :param share: share of the workers that may complete leaders at once: the trials whose
         best scores rank in the top ``max(1, floor(share * workers))`` are completed. Defaults
         to 0.5; 0 completes only the incumbent
@@ -102,11 +104,24 @@ class CompletionRun:
 
     :param settings: the completion's settings
     :param observations: the curves of all trials of the run
+    :param start_epochs: with :class:`~syne_dyhpo.core.job_costs.JobCosts`, the job starts so
+        far counted in epochs (:meth:`~syne_dyhpo.core.job_costs.JobTimer.start_epochs_spent`:
+        the new trials' starts, all starts). The waits (``after``, ``delay``) are waits in
+        the epoch budget; with it they count a start as the epochs its seconds would train, so
+        that the completion waits as long in time as with free starts: ``after`` is compared
+        with the first epochs plus the new trials' starts, ``delay`` with the epochs observed
+        plus all starts. None (default): epochs only, as if starts were free
     """
 
-    def __init__(self, settings: IncumbentCompletion, observations: Observations):
+    def __init__(
+        self,
+        settings: IncumbentCompletion,
+        observations: Observations,
+        start_epochs: Callable[[], tuple[float, float]] | None = None,
+    ):
         self.settings = settings
         self.observations = observations
+        self.start_epochs = start_epochs
         #: trials chosen while commitments were left (``settings.committed``), in order
         self.committed: tuple[int, ...] = ()
         #: every trial the completion has resumed (kept with ``settings.limit``)
@@ -130,8 +145,9 @@ class CompletionRun:
         ``max_t``. Leaders are the trials whose best scores (or latest, ``leader_score``) rank in the top
         :meth:`num_leaders` of all trials (a leader running on another worker or already
         trained to ``max_t`` takes its place). Only once ``after`` configurations reported
-        their first epoch and ``delay * max_t / num_workers**2`` epochs were observed. Once
-        ``limit`` trials were chosen, only those.
+        their first epoch and ``delay * max_t / num_workers**2`` epochs were observed (job
+        starts counted in epochs, with ``start_epochs``). Once ``limit`` trials were chosen,
+        only those.
 
         :param records: paused trials, and the reporting one if any
         :param num_workers: workers of the run (as far as seen)
@@ -148,9 +164,10 @@ class CompletionRun:
         ]
         if committed:
             return self._chosen(max(committed, key=score), new=False)
-        if obs.num_first_epochs < settings.after:
+        new_starts, all_starts = (0.0, 0.0) if self.start_epochs is None else self.start_epochs()
+        if obs.num_first_epochs + new_starts < settings.after:
             return None
-        if obs.num_observations < settings.delay * max_t / num_workers**2:
+        if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None
         threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
         if not np.isfinite(threshold):

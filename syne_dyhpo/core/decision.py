@@ -142,7 +142,11 @@ class DecisionMaker:
         self.depth_gate = depth_gate
         #: the completion of this run (settings and state), None without one
         self.completion: CompletionRun | None = (
-            None if completion is None else CompletionRun(completion, observations)
+            None
+            if completion is None
+            else CompletionRun(
+                completion, observations, start_epochs=None if job_timer is None else job_timer.start_epochs_spent
+            )
         )
         #: acquisition values of the new configurations at the last decision (None if that
         #: decision did not consult the acquisition)

@@ -28,6 +28,11 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
    is running, pays no start. With free starts and equal segments this shifts every value by
    the same amount, and the decisions are those of the papers.
+5. **The completion waits as long in time as with free starts.** The incumbent completion's
+   waits (``IncumbentCompletion.after`` first epochs, ``delay`` epochs observed) are waits in
+   the epoch budget; each job start so far counts in them as the epochs its seconds would
+   have trained (:meth:`JobTimer.start_epochs_spent`), so that a run whose starts cost time
+   does not explore longer before it trains a leader to ``max_t``.
 
 The clock of a result is Syne Tune's simulated time ``st_tuner_time`` when the result has it
 (the simulator adds it to every result, and the decisions happen at the time of the last
@@ -114,6 +119,7 @@ class JobTimer:
         # per kind of start (NEW, RESUME): [seconds from the starts to their first results,
         # epochs those results reported, starts timed]
         self._first_results = {NEW: [0.0, 0, 0], RESUME: [0.0, 0, 0]}
+        self._starts = {NEW: 0, RESUME: 0}  # jobs started, per kind of start
 
     # ----- what the scheduler tells it ---------------------------------------------------
 
@@ -123,6 +129,7 @@ class JobTimer:
         :param last_epoch: the trial's last epoch seen (0 for a new trial)
         """
         self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0)
+        self._starts[NEW if last_epoch == 0 else RESUME] += 1
 
     def job_ended(self, trial_id: int) -> None:
         """The trial's job was paused, stopped, completed or failed: later reports of it are
@@ -206,6 +213,16 @@ class JobTimer:
         # a relative tolerance: start = epoch at a share of 0.1 is 9 epochs, not 10
         return max(1, math.ceil(start * (1.0 - share) / (share * epoch) * (1.0 - 1e-9)))
 
+    def start_epochs_spent(self) -> tuple[float, float]:
+        """The job starts so far counted in epochs, each as the epochs its seconds would have
+        trained (:meth:`start_seconds_of` / :attr:`epoch_seconds`): the new trials' starts, and
+        all starts. (0, 0) while no epoch has been timed or the starts are free."""
+        epoch = self.epoch_seconds
+        if not epoch:
+            return 0.0, 0.0
+        new, resume = ((self.start_seconds_of(kind) or 0.0) * self._starts[kind] / epoch for kind in (NEW, RESUME))
+        return new, new + resume
+
     def log_seconds(
         self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None
     ) -> np.ndarray | None:
@@ -238,4 +255,5 @@ class JobTimer:
             "resume_seconds": self.start_seconds_of(RESUME),
             "epochs_timed": self._epochs_timed,
             "starts_timed": self._first_results[NEW][2] + self._first_results[RESUME][2],
+            "starts": dict(self._starts),
         }

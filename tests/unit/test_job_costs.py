@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import suggested_trial
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
-from test_scheduler_core import make, start
+from test_scheduler_core import completion, make, start
 
 from syne_dyhpo import JobCosts
 from syne_dyhpo.core import job_costs
@@ -281,3 +281,51 @@ def test_a_started_or_resumed_trial_trains_its_whole_segment_before_it_is_decide
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_with_free_starts_a_bounded_share_trains_the_same_epochs_as_the_papers(seed):
     assert _trained(JobCosts(start_seconds=0, max_start_share=0.1), seed) == _trained(None, seed)
+
+
+# ----- the completion waits as long in time as with free starts --------------------------------
+
+
+def test_start_epochs_spent_count_each_start_as_the_epochs_its_seconds_would_train():
+    assert JobTimer(JobCosts(start_seconds=3)).start_epochs_spent() == (0.0, 0.0)  # no epoch timed
+    timer = _timed(JobCosts(start_seconds=3))  # 1 s per epoch; one new trial started
+    timer.job_started(1, last_epoch=0)
+    timer.job_started(0, last_epoch=2)  # a resume
+    assert timer.start_epochs_spent() == (6.0, 9.0)
+    timer = _timed(JobCosts())  # the new trial's start learned: 1 s
+    timer.job_started(0, last_epoch=2)
+    timer.on_result(0, 3, _sim(3, 7.0))  # a resume at 3 s whose first result comes at 7 s: 3 s
+    assert timer.start_epochs_spent() == (1.0, 4.0)
+    assert _timed(JobCosts(start_seconds=0)).start_epochs_spent() == (0.0, 0.0)
+
+
+def _configs_before_completion(costs, after):
+    """Configurations started before the completion's first decision, one worker, 1 s per epoch
+    in the results' simulated time, a job start costing ``costs.start_seconds``; the policy
+    prefers a new configuration by far, so only the completion gives a trial more epochs."""
+    s = make(
+        lambda tid, c: 10.0 if tid is None else 0.0,
+        max_t=20,
+        max_resource_attr="stop_at",
+        job_costs=costs,
+        completion=completion(after=after),
+    )
+    clock, trials = 0.0, {}
+    while "completion" not in set(s.decision_log().reason):
+        trial = suggested_trial(s, trials)
+        clock += costs.start_seconds
+        answer = D.CONTINUE
+        while answer == D.CONTINUE:
+            clock += 1.0
+            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+            loss = 1.0 / epoch + trial.trial_id  # trial 0 leads
+            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": loss, "st_tuner_time": clock})
+        s.on_trial_remove(trial)
+    return len(s.observations.trials)
+
+
+@pytest.mark.parametrize("start_seconds, configs", [(0.0, 9), (2.0, 3), (8.0, 1)])
+def test_the_completion_counts_a_new_trials_start_as_epochs_in_its_wait_for_first_epochs(start_seconds, configs):
+    # after = 9: nine first epochs with free starts; with a start of 2 s against an epoch of 1 s
+    # each configuration counts 3 (its first epoch and its start), so three; with 8 s, one
+    assert _configs_before_completion(JobCosts(start_seconds=start_seconds), after=9) == configs
