@@ -20,6 +20,12 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --scheduler-arg completion=None
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO --scheduler-arg surrogate.model.max_condition_points=1024
 
+``--start-delay SECONDS`` makes every job start or resume take that long in simulated time and
+puts the simulated time into every result, so that ``JobCosts`` learns its costs::
+
+    PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --start-delay 2.5 \
+        --scheduler-arg options.job_costs.max_start_share=0.25
+
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
 training-data building, fit from scratch, refine, conditioning/Cholesky, prediction,
 acquisition, other: exclusive time of the package's functions, see :data:`SPLIT_TARGETS`).
@@ -151,11 +157,30 @@ def make_scheduler(method: str, max_t: int, seed: int, **options: Any):
 # ----- the driver: Syne Tune's Tuner, call by call ------------------------------------------
 
 
+def driver_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The arguments of :func:`drive` that the command line sets, but for the method, the
+    observations and ``cpu``."""
+    return {
+        "n_workers": args.n_workers,
+        "max_t": args.max_t,
+        "seed": args.seed,
+        "time_limit": args.time_limit,
+        "options": args.options,
+        "start_delay": args.start_delay,
+    }
+
+
 def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: int = 0,
-          time_limit: float = math.inf, cpu: list | None = None, options: dict[str, Any] | None = None) -> np.ndarray:
+          time_limit: float = math.inf, cpu: list | None = None, options: dict[str, Any] | None = None,
+          start_delay: float | None = None) -> np.ndarray:
     """Runs one scheduler on the synthetic task until ``max_obs`` observations.
 
     :param options: further scheduler arguments (:func:`make_scheduler`)
+    :param start_delay: simulated seconds a job started or resumed takes before its first epoch
+        (an epoch takes 1-4 s, :meth:`PowerLawTask.duration`); every result then carries
+        the simulated time (``st_tuner_time``, as on Syne Tune's simulator), from which
+        ``JobCosts`` learns what an epoch and a start cost. None (default): results carry no
+        time and starts are free
     :param cpu: if given, receives the CPU seconds of the same calls (process time: on a busy
         machine, the compute itself; wall time also counts waiting for a core)
     :return: wall seconds of scheduler compute before each observation (all calls since the
@@ -195,7 +220,7 @@ def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: 
                 trial_id = suggestion.checkpoint_trial_id
                 if suggestion.config is not None:
                     trials[trial_id].config = suggestion.config
-            running[trial_id] = clock + task.duration(trials[trial_id].config)
+            running[trial_id] = clock + (start_delay or 0.0) + task.duration(trials[trial_id].config)
         if not running:
             break
         trial_id = min(running, key=running.get)
@@ -204,6 +229,8 @@ def drive(method: str, max_obs: int, n_workers: int = 1, max_t: int = 50, seed: 
         epochs[trial_id] += 1
         epoch = epochs[trial_id]
         result = {"epoch": epoch, "loss": task.loss(trial.config, epoch)}
+        if start_delay is not None:
+            result["st_tuner_time"] = clock
         decision = timed(scheduler.on_trial_result, trial, result)
         if decision in (SchedulerDecision.STOP, SchedulerDecision.PAUSE):
             del running[trial_id]
@@ -439,6 +466,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--bins", nargs="*", default=None, help="explicit bins LO-HI (1-based, inclusive)")
     p.add_argument("--n-workers", type=int, default=1)
     p.add_argument("--max-t", type=int, default=50, help="epochs per trial")
+    p.add_argument(
+        "--start-delay",
+        type=float,
+        default=None,
+        help="simulated seconds of each job start or resume (an epoch takes 1-4 s); results "
+        "then carry the simulated time, for options.job_costs (default: free starts, no time)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: one core)")
     p.add_argument("--time-limit", type=float, default=900.0, help="seconds of scheduler compute per method")
@@ -533,12 +567,8 @@ def main(argv=None) -> int:
                 drive(
                     method,
                     max_obs,
-                    n_workers=args.n_workers,
-                    max_t=args.max_t,
-                    seed=args.seed,
-                    time_limit=args.time_limit,
                     cpu=cpu,
-                    options=args.options,
+                    **driver_settings(args),
                 )
                 if split is None
                 else _drive_split(method, max_obs, args, split, cpu)
@@ -628,12 +658,8 @@ def log_overhead_line(method: str, args) -> str:
             drive(
                 method,
                 args.max_obs,
-                n_workers=args.n_workers,
-                max_t=args.max_t,
-                seed=args.seed,
-                time_limit=args.time_limit,
                 cpu=cpu_on,
-                options=args.options,
+                **driver_settings(args),
             )
         finally:
             globals()["make_scheduler"] = original_make
@@ -643,12 +669,8 @@ def log_overhead_line(method: str, args) -> str:
     drive(
         method,
         len(cpu_on),
-        n_workers=args.n_workers,
-        max_t=args.max_t,
-        seed=args.seed,
-        time_limit=args.time_limit,
         cpu=cpu_off,
-        options={**args.options, "options.log_decisions": False},
+        **{**driver_settings(args), "options": {**args.options, "options.log_decisions": False}},
     )
     on, off = sum(cpu_on), sum(cpu_off)
     return (
@@ -669,12 +691,8 @@ def _drive_split(method: str, max_obs: int, args, split: Split, cpu: list) -> np
         return drive(
             method,
             max_obs,
-            n_workers=args.n_workers,
-            max_t=args.max_t,
-            seed=args.seed,
-            time_limit=args.time_limit,
             cpu=cpu,
-            options=args.options,
+            **driver_settings(args),
         )
     finally:
         globals()["make_scheduler"] = original

@@ -117,3 +117,29 @@ def test_latency_report_has_max_and_p99():
     assert stats[2] == pytest.approx(1e3 * np.percentile(costs, 99)) and stats[3] == pytest.approx(500.0)
     table = latency.format_table(["DyHPO"], {"DyHPO": [stats]}, [(1, 200)])
     assert "mean / p95 / p99 / max ms" in table and "/ 500.0 |" in table
+
+
+def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_results():
+    args = latency.parse_args(
+        ["--methods", "DyHPO", "--start-delay", "2.5", "--scheduler-arg", "options.job_costs.max_start_share=0.25"]
+    )
+    made = []
+    original = latency.make_scheduler
+
+    def keeping(*a, **k):
+        made.append(original(*a, **k))
+        return made[-1]
+
+    latency.make_scheduler = keeping
+    try:
+        costs = latency.drive("DyHPO", 40, cpu=None, **{**latency.driver_settings(args), "max_t": 6})
+    finally:
+        latency.make_scheduler = original
+    assert len(costs) == 40
+    learned = made[0].metadata()["job_costs"]
+    assert learned["max_start_share"] == 0.25 and learned["start_seconds_given"] is None
+    # the synthetic task's epochs take 1-4 s, a start 2.5 s: learned with the mean epoch of all
+    # configurations in place of each job's own, so about 2.5 s (without the delay about 0)
+    assert 1.0 <= learned["epoch_seconds"] <= 4.0
+    assert learned["starts"]["new"] >= 5 and learned["starts"]["resume"] >= 1
+    assert 1.5 <= learned["new_start_seconds"] <= 3.5 and 1.5 <= learned["resume_seconds"] <= 3.5
