@@ -119,7 +119,7 @@ def test_latency_report_has_max_and_p99():
     assert "mean / p95 / p99 / max ms" in table and "/ 500.0 |" in table
 
 
-def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_results():
+def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_results(monkeypatch):
     args = latency.parse_args(
         ["--methods", "DyHPO", "--start-delay", "2.5", "--scheduler-arg", "options.job_costs.max_start_share=0.25"]
     )
@@ -130,11 +130,8 @@ def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_re
         made.append(original(*a, **k))
         return made[-1]
 
-    latency.make_scheduler = keeping
-    try:
-        costs = latency.drive("DyHPO", 40, cpu=None, **{**latency.driver_settings(args), "max_t": 6})
-    finally:
-        latency.make_scheduler = original
+    monkeypatch.setattr(latency, "make_scheduler", keeping)
+    costs = latency.drive("DyHPO", 40, cpu=None, **{**latency.driver_settings(args), "max_t": 6})
     assert len(costs) == 40
     learned = made[0].metadata()["job_costs"]
     assert learned["max_start_share"] == 0.25 and learned["start_seconds_given"] is None
