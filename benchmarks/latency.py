@@ -24,7 +24,7 @@ an idle core is the same, and on a busy one also counts waiting for a core)::
 puts the simulated time into every result, so that ``JobCosts`` learns its costs::
 
     PYTHONPATH=. python benchmarks/latency.py --methods DyHPO DeepPowerLaw --start-delay 2.5 \
-        --scheduler-arg options.job_costs.max_start_share=0.25
+        --scheduler-arg options.job_costs.segment_factor=3
 
 ``--split`` also reports where each scheduler's time goes (candidate sampling/encoding,
 training-data building, fit from scratch, refine, conditioning/Cholesky, prediction,

@@ -18,11 +18,15 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    it reports, apart for new trials and resumes (a new trial's first epoch may take longer
    than later ones, as LCBench's do: that is part of the price of a new trial, not of a
    resume). A user may pass the start cost instead (``JobCosts.start_seconds``).
-3. **A start is a bounded share of its segment** (``max_start_share``). A job started or
-   resumed now trains at least the epochs that make its start at most that share of the
-   segment's seconds (:meth:`JobTimer.start_segment_epochs`), before the trial is decided on
-   again: ``epochs >= start x (1 - share) / (share x epoch)``. A free start gives one
-   ``budget_step``, the papers' segment.
+3. **A segment grows with the square root of the start** (``segment_factor``). A job started
+   or resumed now trains ``ceil(segment_factor x sqrt(start / epoch))`` epochs (at least 1)
+   before the trial is decided on again (:meth:`JobTimer.start_segment_epochs`). This is the
+   square-root rule of checkpoint intervals (Young, 1974) and of order sizes: a segment of
+   ``n`` epochs spends ``start / n`` epochs' seconds per epoch on its start, and commits
+   ``n`` epochs to a trial before the model can revise the choice, a loss that grows about
+   linearly in ``n``; their sum is smallest at ``n`` proportional to ``sqrt(start / epoch)``.
+   The factor stands for that loss's unknown slope; its default was set on the development
+   tasks (``docs/deviations.md``). A free start gives one ``budget_step``, the papers' segment.
 4. **Expected improvement per expected second.** The acquisition value (log expected
    improvement) of each candidate has the log of its expected seconds subtracted: the epochs
    of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
@@ -68,13 +72,14 @@ class JobCosts:
 
     :param start_seconds: seconds a job start (or resume) costs before its first epoch. None
         (default): learned from the results' timestamps
-    :param max_start_share: a job started or resumed trains at least the epochs that make its
-        start at most this share of its segment's seconds, before it is decided on again (in
-        (0, 1]; default 0.25; 1: no bound, the segment is one ``budget_step`` as in the papers)
+    :param segment_factor: a job started or resumed trains
+        ``ceil(segment_factor x sqrt(start / epoch))`` epochs (at least 1) before it is decided
+        on again (a finite number >= 0; default 3; 0: the segment is one ``budget_step``, as in
+        the papers)
     """
 
     start_seconds: float | None = None
-    max_start_share: float = 0.25
+    segment_factor: float = 3.0
 
     def __post_init__(self) -> None:
         if self.start_seconds is not None:
@@ -86,10 +91,10 @@ class JobCosts:
                     "a finite number >= 0 or None (learned)",
                 ),
             )
-        share = checked_number("JobCosts.max_start_share", self.max_start_share, 0.0, 1.0, "a number in (0, 1]")
-        if share <= 0.0:
-            raise ValueError(f"JobCosts.max_start_share must be a number in (0, 1], got {self.max_start_share!r}")
-        object.__setattr__(self, "max_start_share", share)
+        factor = checked_number(
+            "JobCosts.segment_factor", self.segment_factor, 0.0, np.finfo(float).max, "a finite number >= 0"
+        )
+        object.__setattr__(self, "segment_factor", factor)
 
 
 @dataclass
@@ -197,21 +202,21 @@ class JobTimer:
         return max(0.0, (seconds - epochs * epoch) / count)
 
     def start_segment_epochs(self, new: bool) -> int:
-        """Fewest epochs a job started now trains so that its start is at most
-        ``JobCosts.max_start_share`` of the segment's seconds: the smallest ``n >= 1`` with
-        ``start / (start + n x epoch) <= share``, the start being a new trial's (``new``) or a
-        resume's (:meth:`start_seconds_of`). 2 while no epoch has been timed (a job's second
-        result times one; a one-epoch job would leave the costs unknown) unless the start is
-        given as free; 1 when the start is free or the share is 1."""
-        share = self.costs.max_start_share
+        """Epochs a job started now trains before its trial is decided on again:
+        ``ceil(JobCosts.segment_factor x sqrt(start / epoch))``, at least 1, the start being a
+        new trial's (``new``) or a resume's (:meth:`start_seconds_of`). 2 while no epoch has
+        been timed (a job's second result times one; a one-epoch job would leave the costs
+        unknown) unless the start is given as free; 1 when the start is free or the factor
+        is 0."""
+        factor = self.costs.segment_factor
         epoch = self.epoch_seconds
-        if share < 1.0 and epoch is None and self.costs.start_seconds != 0.0:
+        if factor > 0.0 and epoch is None and self.costs.start_seconds != 0.0:
             return 2  # no epoch timed yet: the job's second result times one
         start = self.start_seconds_of(NEW if new else RESUME)
-        if share >= 1.0 or not epoch or not start:
+        if factor == 0.0 or not epoch or not start:
             return 1
-        # a relative tolerance: start = epoch at a share of 0.1 is 9 epochs, not 10
-        return max(1, math.ceil(start * (1.0 - share) / (share * epoch) * (1.0 - 1e-9)))
+        # a relative tolerance: a factor of 3 and start = epoch is 3 epochs, not 4
+        return max(1, math.ceil(factor * math.sqrt(start / epoch) * (1.0 - 1e-9)))
 
     def start_epochs_spent(self) -> tuple[float, float]:
         """The job starts so far counted in epochs, each as the epochs its seconds would have
@@ -248,7 +253,7 @@ class JobTimer:
     def metadata(self) -> dict[str, Any]:
         return {
             "start_seconds_given": self.costs.start_seconds,
-            "max_start_share": self.costs.max_start_share,
+            "segment_factor": self.costs.segment_factor,
             "epoch_seconds": self.epoch_seconds,
             "start_seconds": self.start_seconds,
             "new_start_seconds": self.start_seconds_of(NEW),

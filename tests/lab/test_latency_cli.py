@@ -121,7 +121,7 @@ def test_latency_report_has_max_and_p99():
 
 def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_results(monkeypatch):
     args = latency.parse_args(
-        ["--methods", "DyHPO", "--start-delay", "2.5", "--scheduler-arg", "options.job_costs.max_start_share=0.25"]
+        ["--methods", "DyHPO", "--start-delay", "2.5", "--scheduler-arg", "options.job_costs.segment_factor=3"]
     )
     made = []
     original = latency.make_scheduler
@@ -134,7 +134,7 @@ def test_a_start_delay_is_learned_by_job_costs_from_the_simulated_time_in_the_re
     costs = latency.drive("DyHPO", 40, cpu=None, **{**latency.driver_settings(args), "max_t": 6})
     assert len(costs) == 40
     learned = made[0].metadata()["job_costs"]
-    assert learned["max_start_share"] == 0.25 and learned["start_seconds_given"] is None
+    assert learned["segment_factor"] == 3.0 and learned["start_seconds_given"] is None
     # the synthetic task's epochs take 1-4 s, a start 2.5 s: learned with the mean epoch of all
     # configurations in place of each job's own, so about 2.5 s (without the delay about 0)
     assert 1.0 <= learned["epoch_seconds"] <= 4.0

@@ -104,13 +104,13 @@ def _running_trial_at_a_segment_end(job_costs, new_value):
 
 
 @pytest.mark.parametrize(
-    "start_seconds, share, new_wins", [(0.0, 1.0, True), (0.5, 1.0, True), (1.5, 1.0, False), (0.5, 0.25, False)]
+    "start_seconds, factor, new_wins", [(0.0, 0.0, True), (0.5, 0.0, True), (1.5, 0.0, False), (0.5, 3.0, False)]
 )
-def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, share, new_wins):
-    # log EI: the new configuration 0.8 above the running trial; with one-epoch segments (share
-    # 1) a start of s seconds costs it log(1 + s) more than the running trial's epoch of 1 s; at
-    # a share of 0.25 a start of 0.5 s makes its segment 2 epochs: log(2.5) > 0.8
-    costs = JobCosts(start_seconds=start_seconds, max_start_share=share)
+def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(start_seconds, factor, new_wins):
+    # log EI: the new configuration 0.8 above the running trial; with one-epoch segments (factor
+    # 0) a start of s seconds costs it log(1 + s) more than the running trial's epoch of 1 s; at
+    # a factor of 3 a start of 0.5 s makes its segment ceil(3 sqrt(0.5)) = 3 epochs: log(3.5) > 0.8
+    costs = JobCosts(start_seconds=start_seconds, segment_factor=factor)
     s, _t0, answers = _running_trial_at_a_segment_end(costs, 1.8)
     assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
     assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
@@ -184,7 +184,7 @@ def test_with_free_starts_the_same_trials_train_the_same_epochs(seed):
 def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missing(caplog):
     winner = {"id": 0}
     s = make(
-        lambda tid, c: 2.0 if tid == winner["id"] else 1.0,
+        lambda tid, c: 3.0 if tid == winner["id"] else 1.0,  # log EI 2 above: worth a resume's 3 epochs
         max_t=10,
         max_resource_attr="stop_at",
         job_costs=JobCosts(),
@@ -224,34 +224,36 @@ def _timed(costs):
     return timer
 
 
-@pytest.mark.parametrize("share, epochs", [(1.0, 1), (0.5, 1), (0.25, 3), (0.2, 4), (0.1, 9), (0.01, 99)])
-def test_start_segment_epochs_bound_the_share_of_the_start(share, epochs):
-    timer = _timed(JobCosts(max_start_share=share))
-    assert timer.epoch_seconds == 1.0 and timer.start_seconds == 1.0
+@pytest.mark.parametrize(
+    "factor, start_seconds, epochs",
+    [(0.0, 1.0, 1), (1.0, 1.0, 1), (3.0, 1.0, 3), (2.5, 1.0, 3), (3.0, 4.0, 6), (3.0, 2.0, 5), (1.0, 0.01, 1)],
+)
+def test_start_segment_epochs_grow_with_the_square_root_of_the_start(factor, start_seconds, epochs):
+    timer = _timed(JobCosts(start_seconds=start_seconds, segment_factor=factor))
+    assert timer.epoch_seconds == 1.0 and timer.start_seconds == start_seconds
     assert timer.start_segment_epochs(new=True) == timer.start_segment_epochs(new=False) == epochs
-    # the fewest such epochs: one fewer would make the start more than the share
-    assert 1.0 / (1.0 + epochs) <= share + 1e-12
-    assert epochs == 1 or 1.0 / epochs > share
+    # ceil(factor x sqrt(start / epoch)), at least one epoch
+    assert epochs == max(1, math.ceil(factor * math.sqrt(start_seconds) - 1e-9))
 
 
 def test_start_segment_epochs_time_an_epoch_first_are_one_when_free_and_differ_for_new_trials_and_resumes():
     # nothing timed yet: two epochs, so that the job's second result times one
-    assert JobTimer(JobCosts(max_start_share=0.1)).start_segment_epochs(new=True) == 2
-    assert JobTimer(JobCosts(start_seconds=5, max_start_share=0.1)).start_segment_epochs(new=True) == 2
-    assert JobTimer(JobCosts(start_seconds=0, max_start_share=0.1)).start_segment_epochs(new=True) == 1
-    assert JobTimer(JobCosts(max_start_share=1.0)).start_segment_epochs(new=True) == 1
-    assert _timed(JobCosts(start_seconds=0, max_start_share=0.1)).start_segment_epochs(new=False) == 1
-    assert _timed(JobCosts(start_seconds=2, max_start_share=0.2)).start_segment_epochs(new=True) == 8
-    timer = _timed(JobCosts(max_start_share=0.5))
+    assert JobTimer(JobCosts()).start_segment_epochs(new=True) == 2
+    assert JobTimer(JobCosts(start_seconds=5)).start_segment_epochs(new=True) == 2
+    assert JobTimer(JobCosts(start_seconds=0)).start_segment_epochs(new=True) == 1
+    assert JobTimer(JobCosts(segment_factor=0)).start_segment_epochs(new=True) == 1
+    assert _timed(JobCosts(start_seconds=0)).start_segment_epochs(new=False) == 1
+    assert _timed(JobCosts()).start_segment_epochs(new=True) == 3  # learned: a 1 s start, a 1 s epoch
+    timer = _timed(JobCosts(segment_factor=1))
     timer.job_started(0, last_epoch=2)  # a resume at 3 s whose first result comes at 7 s: 3 s start
     timer.on_result(0, 3, _sim(3, 7.0))
-    assert timer.start_segment_epochs(new=True) == 1 and timer.start_segment_epochs(new=False) == 3
+    assert timer.start_segment_epochs(new=True) == 1 and timer.start_segment_epochs(new=False) == 2
 
 
-@pytest.mark.parametrize("bad", [0.0, -0.1, 1.5, math.nan, math.inf, "0.1", True])
-def test_a_bad_max_start_share_is_refused_naming_it(bad):
-    with pytest.raises(ValueError, match=re.escape("JobCosts.max_start_share")):
-        JobCosts(max_start_share=bad)
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, "3", True, None])
+def test_a_bad_segment_factor_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match=re.escape("JobCosts.segment_factor")):
+        JobCosts(segment_factor=bad)
 
 
 def test_a_started_or_resumed_trial_trains_its_whole_segment_before_it_is_decided_on():
@@ -261,8 +263,8 @@ def test_a_started_or_resumed_trial_trains_its_whole_segment_before_it_is_decide
         decisions.append(tid)
         return 2.0 if tid == 0 else (1.0 if tid is None else 0.0)
 
-    # a start of 2 s against an epoch of 1 s, at most a third of a segment: 4 epochs
-    s = make(prefer, max_t=20, max_resource_attr="stop_at", job_costs=JobCosts(start_seconds=2, max_start_share=1 / 3))
+    # a start of 2 s against an epoch of 1 s, a factor of 2.5: ceil(2.5 sqrt(2)) = 4 epochs
+    s = make(prefer, max_t=20, max_resource_attr="stop_at", job_costs=JobCosts(start_seconds=2, segment_factor=2.5))
     t0 = start(s, 0)  # nothing timed yet: its first segment is one epoch
     assert s.on_trial_result(t0, _sim(1, 3.0)) == D.CONTINUE
     assert s.on_trial_result(t0, _sim(2, 4.0)) == D.CONTINUE  # 1 s per epoch now: still running
@@ -279,8 +281,8 @@ def test_a_started_or_resumed_trial_trains_its_whole_segment_before_it_is_decide
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_with_free_starts_a_bounded_share_trains_the_same_epochs_as_the_papers(seed):
-    assert _trained(JobCosts(start_seconds=0, max_start_share=0.1), seed) == _trained(None, seed)
+def test_with_free_starts_the_segments_train_the_same_epochs_as_the_papers(seed):
+    assert _trained(JobCosts(start_seconds=0, segment_factor=10.0), seed) == _trained(None, seed)
 
 
 # ----- the completion waits as long in time as with free starts --------------------------------
