@@ -44,8 +44,8 @@ def test_dyhpo_costs_learns_the_simulators_costs_and_keeps_winners_running(tmp_p
     assert costs["starts_per_epoch"] < base["starts_per_epoch"]
     assert costs["epochs_in_budget"] > base["epochs_in_budget"]
     json.dumps(costs["scheduler_metadata"])  # the Tuner writes it as JSON
-    # a start is at most a quarter of its segment: the first job trains two epochs (its second
-    # result times one), every later start at least three (a start of 1 s, epochs of 1 s)
+    # the first job trains two epochs (its second result times one), every later start at least
+    # ceil(3 x sqrt(1 s / 1 s)) = 3 (a start of 1 s, epochs of 1 s)
     spec = RunSpec("DyHPO-costs", source, GRU, 0, 100, 1, "wallclock", 1)
     log = pd.read_csv(run_dir(spec, tmp_path) / "decision_log.csv")
     last_epoch: dict = {}  # each trial's last epoch reported before the row

@@ -212,7 +212,7 @@ def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missi
     assert curve[:3] == [-1.0, -0.5, -1 / 3] and np.isnan(curve[3]) and curve[4] == -0.2
 
 
-# ----- a start is a bounded share of its segment ------------------------------------------------
+# ----- a segment grows with the square root of the start ----------------------------------------
 
 
 def _timed(costs):
