@@ -268,7 +268,9 @@ class DecisionMaker:
         last = np.array([r.last_epoch for r in records] + [0] * num_new)
         pays_start = np.array([r.status is not TrialStatus.RUNNING for r in records] + [True] * num_new, dtype=bool)
         new = np.arange(len(candidates)) >= len(records)
-        log_seconds = self.job_timer.log_seconds(candidates.budget - last, pays_start, new)
+        log_seconds = self.job_timer.log_seconds(
+            candidates.budget - last, pays_start, new, x=candidates.x, trial_ids=candidates.trial_ids
+        )
         return values if log_seconds is None else values - log_seconds
 
     def _fallback(self, err: Exception, num: int) -> np.ndarray:

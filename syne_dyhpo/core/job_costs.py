@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,10 @@ SIMULATED_TIME = "st_tuner_time"
 WORKER_TIMESTAMP = "st_worker_timestamp"
 #: the two kinds of job start
 NEW, RESUME = "new", "resume"
+#: prior precision of the coefficients of :meth:`JobTimer.epoch_seconds_of`'s regression of
+#: log epoch seconds on the encodings in [0, 1]^d (1: a coefficient's prior standard deviation
+#: is the residuals')
+EPOCH_MODEL_RIDGE = 1.0
 
 
 @dataclass(frozen=True)
@@ -125,15 +130,22 @@ class JobTimer:
         # epochs those results reported, starts timed]
         self._first_results = {NEW: [0.0, 0, 0], RESUME: [0.0, 0, 0]}
         self._starts = {NEW: 0, RESUME: 0}  # jobs started, per kind of start
+        # per trial: [seconds of its timed epochs, epochs timed]; and its encoding
+        self._trial_epochs: dict[int, list[float]] = {}
+        self._encodings: dict[int, np.ndarray] = {}
 
     # ----- what the scheduler tells it ---------------------------------------------------
 
-    def job_started(self, trial_id: int, last_epoch: int) -> None:
+    def job_started(self, trial_id: int, last_epoch: int, encoded: np.ndarray | None = None) -> None:
         """A job of the trial was started or resumed now.
 
         :param last_epoch: the trial's last epoch seen (0 for a new trial)
+        :param encoded: the trial's configuration in [0, 1]^d, so that its epoch times teach
+            :meth:`epoch_seconds_of` what other configurations' epochs cost (None: they don't)
         """
         self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0)
+        if encoded is not None:
+            self._encodings[trial_id] = np.asarray(encoded, dtype=float)
         self._starts[NEW if last_epoch == 0 else RESUME] += 1
 
     def job_ended(self, trial_id: int) -> None:
@@ -159,6 +171,9 @@ class JobTimer:
         elif now >= job.last_time:
             self._epoch_seconds_sum += now - job.last_time
             self._epochs_timed += epochs
+            timed = self._trial_epochs.setdefault(trial_id, [0.0, 0])
+            timed[0] += now - job.last_time
+            timed[1] += epochs
         job.last_epoch, job.last_time = epoch, now
 
     def _result_time(self, result: dict[str, Any]) -> tuple[float, bool]:
@@ -228,15 +243,70 @@ class JobTimer:
         new, resume = ((self.start_seconds_of(kind) or 0.0) * self._starts[kind] / epoch for kind in (NEW, RESUME))
         return new, new + resume
 
+    def epoch_seconds_of(self, x: np.ndarray, trial_ids: Sequence[int | None]) -> np.ndarray | None:
+        """Expected seconds of an epoch of each candidate. A trial with timed epochs: its own
+        mean. Any other (a new configuration, a trial with no timed epoch): the prediction of
+        a ridge regression of the timed trials' log mean epoch seconds on their encodings,
+        the coefficients shrunk towards 0 with a prior precision of :data:`EPOCH_MODEL_RIDGE`
+        (the cost model of "expected improvement per second", Snoek et al., 2012, Sec. 3.2,
+        which models a job's log duration as a function of its configuration); the mean
+        epoch (:attr:`epoch_seconds`) while fewer than two timed trials have an encoding.
+
+        :param x: the candidates' encodings, shape (m, d)
+        :param trial_ids: each candidate's trial id, None for a new configuration
+        :return: shape (m,), or None while no epoch has been timed
+        """
+        epoch = self.epoch_seconds
+        if epoch is None:
+            return None
+        x = np.asarray(x, dtype=float)
+        own = np.array(
+            [np.nan if t is None or t not in self._trial_epochs else self._own_epoch(t) for t in trial_ids],
+            dtype=float,
+        ).reshape(-1)
+        missing = np.isnan(own)
+        if missing.any():
+            own[missing] = self._predicted_epoch(x[missing], epoch)
+        return own
+
+    def _own_epoch(self, trial_id: int) -> float:
+        seconds, epochs = self._trial_epochs[trial_id]
+        return seconds / epochs
+
+    def _predicted_epoch(self, x: np.ndarray, epoch: float) -> np.ndarray:
+        """Ridge regression of log epoch seconds on the encodings (see :meth:`epoch_seconds_of`)."""
+        timed = [
+            t for t, (seconds, epochs) in self._trial_epochs.items()
+            if t in self._encodings and epochs > 0 and seconds > 0 and len(self._encodings[t]) == x.shape[1]
+        ]
+        if len(timed) < 2:
+            return np.full(len(x), epoch)
+        features = np.stack([self._encodings[t] for t in timed])
+        targets = np.log([self._own_epoch(t) for t in timed])
+        centre, mean = features.mean(axis=0), targets.mean()
+        centred = features - centre
+        gram = centred.T @ centred + EPOCH_MODEL_RIDGE * np.eye(features.shape[1])
+        weights = np.linalg.solve(gram, centred.T @ (targets - mean))
+        return np.exp(mean + (x - centre) @ weights)
+
     def log_seconds(
-        self, epochs: np.ndarray, pays_start: np.ndarray, new: np.ndarray | None = None
+        self,
+        epochs: np.ndarray,
+        pays_start: np.ndarray,
+        new: np.ndarray | None = None,
+        x: np.ndarray | None = None,
+        trial_ids: Sequence[int | None] | None = None,
     ) -> np.ndarray | None:
-        """Log of the expected seconds of each candidate's next segment.
+        """Log of the expected seconds of each candidate's next segment: its epochs times its
+        epoch's expected seconds (:meth:`epoch_seconds_of`), plus a job start if it pays one.
 
         :param epochs: epochs of each candidate's next segment (>= 1)
         :param pays_start: whether each candidate needs a job start (paused and new trials)
         :param new: whether each candidate is a new trial (its start is a NEW one, else a
             RESUME); None: all resumes
+        :param x: the candidates' encodings, shape (m, d); with ``trial_ids``, each
+            candidate's epoch is its own (:meth:`epoch_seconds_of`); None: the mean epoch for all
+        :param trial_ids: each candidate's trial id, None for a new configuration
         :return: the logs, or None while no epoch has been timed (costs unknown: the
             acquisition is used as it is). A start not learned yet counts as free
         """
@@ -246,7 +316,8 @@ class JobTimer:
         pays_start = np.asarray(pays_start, dtype=bool)
         new = np.zeros(len(pays_start), dtype=bool) if new is None else np.asarray(new, dtype=bool)
         start = np.where(new, self.start_seconds_of(NEW) or 0.0, self.start_seconds_of(RESUME) or 0.0)
-        seconds = np.asarray(epochs, dtype=float) * epoch + pays_start * start
+        epoch_seconds = epoch if x is None or trial_ids is None else self.epoch_seconds_of(x, trial_ids)
+        seconds = np.asarray(epochs, dtype=float) * epoch_seconds + pays_start * start
         # an epoch timed at 0 s (e.g. results reported together): the smallest positive cost
         return np.log(np.maximum(seconds, np.finfo(float).tiny))
 
@@ -259,6 +330,7 @@ class JobTimer:
             "new_start_seconds": self.start_seconds_of(NEW),
             "resume_seconds": self.start_seconds_of(RESUME),
             "epochs_timed": self._epochs_timed,
+            "trials_timed": len(self._trial_epochs),
             "starts_timed": self._first_results[NEW][2] + self._first_results[RESUME][2],
             "starts": dict(self._starts),
         }

@@ -229,7 +229,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             self._sampler.mark_used(config)
         self._lifecycle.start(record)
         if self._job_timer is not None:
-            self._job_timer.job_started(record.trial_id, record.last_epoch)
+            self._job_timer.job_started(record.trial_id, record.last_epoch, record.encoded)
         self._log.started(trial.trial_id, trial.config, ignore=self.max_resource_attr)
         job_end = trial.config.get(self.max_resource_attr) if self.max_resource_attr is not None else None
         record.job_end = self.max_t if job_end is None else int(job_end)
@@ -435,7 +435,7 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
         # Syne Tune sends no callback for a resume: mark it running now (several free workers)
         self._lifecycle.resume(record)
         if self._job_timer is not None:
-            self._job_timer.job_started(record.trial_id, record.last_epoch)
+            self._job_timer.job_started(record.trial_id, record.last_epoch, record.encoded)
         record.job_end = self._job_end(record.segment_end)
         if self.max_resource_attr is None:
             return TrialSuggestion.resume_suggestion(record.trial_id)
