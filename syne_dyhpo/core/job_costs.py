@@ -13,7 +13,8 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    (:class:`~syne_dyhpo.core.trials.TrialLifecycle` logs it at INFO and records the epochs as
    missing, and a resumed job whose checkpoint is ahead of the last result leaves a gap).
 2. **Costs learned from the results' own timestamps** (:class:`JobTimer`): the seconds of an
-   epoch from consecutive results of one job, and the seconds of a start from the time
+   epoch from consecutive results of one job, for each trial and over all trials, and the
+   seconds of a start from the time
    between the decision that started or resumed a job and its first result, less the epochs
    it reports, apart for new trials and resumes (a new trial's first epoch may take longer
    than later ones, as LCBench's do: that is part of the price of a new trial, not of a
@@ -27,11 +28,17 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    linearly in ``n``; their sum is smallest at ``n`` proportional to ``sqrt(start / epoch)``.
    The factor stands for that loss's unknown slope; its default was set on the development
    tasks (``docs/deviations.md``). A free start gives one ``budget_step``, the papers' segment.
-4. **Expected improvement per expected second.** The acquisition value (log expected
-   improvement) of each candidate has the log of its expected seconds subtracted: the epochs
-   of its next segment, plus a start for a paused or new trial; the reporting trial, whose job
-   is running, pays no start. With free starts and equal segments this shifts every value by
-   the same amount, and the decisions are those of the papers.
+4. **Expected improvement per expected second** (Snoek et al., 2012, Sec. 3.2). The
+   acquisition value (log expected improvement) of each candidate has the log of its expected
+   seconds subtracted: the epochs of its next segment times the seconds of one of its epochs,
+   plus a start for a paused or new trial; the reporting trial, whose job is running, pays no
+   start. A trial's epoch is its own mean; a new configuration's is predicted from its
+   encoding by a ridge regression of the trials' log epoch seconds
+   (:meth:`JobTimer.epoch_seconds_of`), so that a configuration whose epochs are slow (a wide
+   network, a small batch) pays for them, as in Snoek et al., who model each configuration's
+   duration with a GP of its own. When every epoch costs the same and starts are free and
+   segments equal, this shifts every value by the same amount, and the decisions are those
+   of the papers.
 5. **The completion waits as long in time as with free starts.** The incumbent completion's
    waits (``IncumbentCompletion.after`` first epochs, ``delay`` epochs observed) are waits in
    the epoch budget; each job start so far counts in them as the epochs its seconds would
@@ -72,8 +79,9 @@ EPOCH_MODEL_RIDGE = 1.0
 @dataclass(frozen=True)
 class JobCosts:
     """Decisions that pay for job starts (see the module docstring): a winning trial keeps
-    running, and each candidate's acquisition value is divided by its expected seconds, a
-    paused or new trial paying a job start. Not in the papers, which treat resumes as free.
+    running, and each candidate's acquisition value is divided by its expected seconds (its
+    own epochs' seconds, a paused or new trial paying a job start). Not in the papers, which
+    treat resumes as free and epochs as equal.
 
     :param start_seconds: seconds a job start (or resume) costs before its first epoch. None
         (default): learned from the results' timestamps

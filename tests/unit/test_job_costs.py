@@ -56,6 +56,54 @@ def test_epoch_and_start_seconds_from_simulated_result_times():
     assert meta["new_start_seconds"] == 2.0 and meta["resume_seconds"] == 4.0
 
 
+def _timed_trials(epoch_seconds_of_trial, encodings):
+    """A timer that timed two epochs of each trial, one after the other (no start cost)."""
+    timer, now = JobTimer(JobCosts(start_seconds=0.0)), 0.0
+    for trial_id, (seconds, x) in enumerate(zip(epoch_seconds_of_trial, encodings)):
+        timer.job_started(trial_id, last_epoch=0, encoded=x)
+        for epoch in (1, 2, 3):
+            now += seconds
+            timer.on_result(trial_id, epoch, _sim(epoch, now))
+        timer.job_ended(trial_id)
+    return timer
+
+
+def test_each_trial_pays_its_own_epochs_and_a_new_configuration_a_regression_on_its_encoding():
+    # log epoch seconds linear in the first coordinate: 1 s at x0 = 0, e^2 s at x0 = 1
+    rng = np.random.RandomState(0)
+    encodings = rng.uniform(size=(40, 3))
+    seconds = np.exp(2.0 * encodings[:, 0])
+    timer = _timed_trials(seconds, encodings)
+    assert timer.epoch_seconds == pytest.approx(seconds.mean())
+    assert timer.metadata()["trials_timed"] == 40
+    # timed trials: their own mean epoch, whatever the encoding passed
+    own = timer.epoch_seconds_of(np.zeros((2, 3)), [3, 7])
+    np.testing.assert_allclose(own, seconds[[3, 7]])
+    # new configurations: the regression, shrunk (prior precision 1) but ordered and close
+    new = timer.epoch_seconds_of(np.array([[0.1, 0.5, 0.5], [0.5, 0.5, 0.5], [0.9, 0.5, 0.5]]), [None] * 3)
+    assert new[0] < new[1] < new[2]
+    np.testing.assert_allclose(np.log(new), [0.2, 1.0, 1.8], atol=0.25)
+    # a cheap new configuration beats an expensive one of the same acquisition value per second
+    logs = timer.log_seconds(
+        np.array([1, 1]), np.array([True, True]), np.array([True, True]),
+        x=np.array([[0.1, 0.5, 0.5], [0.9, 0.5, 0.5]]), trial_ids=[None, None],
+    )
+    np.testing.assert_allclose(logs, np.log(new[[0, 2]]))
+    # without encodings, every candidate pays the mean epoch
+    np.testing.assert_allclose(timer.log_seconds(np.array([1]), np.array([True])), np.log([seconds.mean()]))
+
+
+def test_the_epoch_model_falls_back_to_the_mean_epoch_and_is_flat_for_equal_epochs():
+    encodings = np.array([[0.2, 0.3], [0.8, 0.1]])
+    one = _timed_trials([2.0], encodings[:1])
+    np.testing.assert_allclose(one.epoch_seconds_of(np.array([[0.9, 0.9]]), [None]), [2.0])  # one trial: the mean
+    untracked = _timed_trials([1.0, 3.0], [None, None])  # no encodings: the mean
+    np.testing.assert_allclose(untracked.epoch_seconds_of(np.array([[0.9, 0.9]]), [None]), [2.0])
+    assert JobTimer(JobCosts()).epoch_seconds_of(np.zeros((1, 2)), [None]) is None  # nothing timed
+    flat = _timed_trials([1.5] * 5, np.random.RandomState(1).uniform(size=(5, 2)))
+    np.testing.assert_allclose(flat.epoch_seconds_of(np.array([[0.0, 1.0], [1.0, 0.0]]), [None, 99]), [1.5, 1.5])
+
+
 def test_worker_timestamps_are_read_against_the_clock_at_the_start(monkeypatch):
     clock = {"now": 1000.0}
     monkeypatch.setattr(job_costs.time, "time", lambda: clock["now"])
@@ -114,6 +162,32 @@ def test_a_new_configuration_must_beat_the_running_trial_per_expected_second(sta
     s, _t0, answers = _running_trial_at_a_segment_end(costs, 1.8)
     assert answers == [D.CONTINUE, D.PAUSE if new_wins else D.CONTINUE]
     assert s.trial_status(0) is (TrialStatus.PAUSED if new_wins else TrialStatus.RUNNING)
+
+
+def test_a_paused_trial_pays_its_own_epochs_so_a_faster_one_wins_a_smaller_acquisition_value():
+    # trial 0 trains at 3 s per epoch, trial 1 at 1 s; both paused, then trial 2 reports and
+    # loses. Log EI: trial 0 0.5 above trial 1, less than log(3): per second trial 1 wins.
+    # Every trial paying the mean epoch (2 s), trial 0 would win.
+    values = {0: 5.0, None: 0.0}
+    s = make(lambda tid, c: values.get(tid, values[None]), max_t=10, max_resource_attr="stop_at",
+             job_costs=JobCosts(start_seconds=0.0, segment_factor=0.0))
+    t0 = start(s, 0)
+    assert s.on_trial_result(t0, _sim(1, 3.0)) == D.CONTINUE
+    values.update({0: 0.0, None: 5.0})
+    assert s.on_trial_result(t0, _sim(2, 6.0)) == D.PAUSE  # 3 s per epoch
+    s.on_trial_remove(t0)
+    t1 = start(s, 1)
+    values.update({1: 6.0})
+    assert s.on_trial_result(t1, _sim(1, 7.0)) == D.CONTINUE
+    values.update({1: 0.0, None: 5.0})
+    assert s.on_trial_result(t1, _sim(2, 8.0)) == D.PAUSE  # 1 s per epoch
+    s.on_trial_remove(t1)
+    t2 = start(s, 2)
+    values.update({0: 1.5, 1: 1.0, 2: -10.0, None: -10.0})
+    assert s.on_trial_result(t2, _sim(1, 9.0)) == D.PAUSE
+    s.on_trial_remove(t2)
+    assert s.suggest().checkpoint_trial_id == 1
+    assert s.metadata()["job_costs"]["trials_timed"] == 2
 
 
 def test_without_job_costs_a_winner_is_paused_at_each_segment_end_and_resumed_at_once():
