@@ -137,9 +137,7 @@ class CompletionRun:
             return 1
         return max(1, int(np.floor(self.settings.share * num_workers)))
 
-    def choose(
-        self, records: Sequence[TrialRecord], num_workers: int = 1, epoch_scale: float = 1.0
-    ) -> TrialRecord | None:
+    def choose(self, records: Sequence[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
         """The trial to complete among ``records`` (the trials that may get the next segment),
         or None: a committed trial below ``max_t`` if there is one (one of the first
         ``committed`` choices, or a trial the completion resumed that has reached
@@ -153,9 +151,6 @@ class CompletionRun:
 
         :param records: paused trials, and the reporting one if any
         :param num_workers: workers of the run (as far as seen)
-        :param epoch_scale: the epochs observed and starts are multiplied by this in the
-            ``delay`` wait (:meth:`~syne_dyhpo.core.job_costs.JobTimer.epoch_scale`: counted in
-            epochs of a random configuration). Defaults to 1
         """
         settings, obs = self.settings, self.observations
         latest = settings.leader_score == "latest"
@@ -172,7 +167,7 @@ class CompletionRun:
         new_starts, all_starts = (0.0, 0.0) if self.start_epochs is None else self.start_epochs()
         if obs.num_first_epochs + new_starts < settings.after:
             return None
-        if (obs.num_observations + all_starts) * epoch_scale < settings.delay * max_t / num_workers**2:
+        if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None
         threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
         if not np.isfinite(threshold):

@@ -187,11 +187,7 @@ class DecisionMaker:
             # came in): any trial is as good as another
             chosen = records[self.rng.randint(len(records))]
             return Decision.resume(chosen.trial_id, epoch=self.segment_end(chosen), reason="random")
-        champion = None
-        if self.completion is not None:
-            # the new configurations on offer are random draws: the reference epoch of the wait
-            scale = 1.0 if self.job_timer is None else self.job_timer.epoch_scale(new_x)
-            champion = self.completion.choose(records, num_workers, epoch_scale=scale)
+        champion = None if self.completion is None else self.completion.choose(records, num_workers)
         if champion is not None:
             return Decision.resume(champion.trial_id, epoch=self.segment_end(champion), reason="completion")
         if self.depth_gate is not None:

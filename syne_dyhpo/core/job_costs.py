@@ -43,10 +43,7 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    waits (``IncumbentCompletion.after`` first epochs, ``delay`` epochs observed) are waits in
    the epoch budget; each job start so far counts in them as the epochs its seconds would
    have trained (:meth:`JobTimer.start_epochs_spent`), so that a run whose starts cost time
-   does not explore longer before it trains a leader to ``max_t``. The ``delay`` wait counts
-   the epochs and starts in epochs of a random configuration (:meth:`JobTimer.epoch_scale`,
-   the new configurations on offer being random draws), so that a run whose choices train slow
-   epochs does not explore longer in time either.
+   does not explore longer before it trains a leader to ``max_t``.
 
 The clock of a result is Syne Tune's simulated time ``st_tuner_time`` when the result has it
 (the simulator adds it to every result, and the decisions happen at the time of the last
@@ -299,19 +296,6 @@ class JobTimer:
         gram = centred.T @ centred + EPOCH_MODEL_RIDGE * np.eye(features.shape[1])
         weights = np.linalg.solve(gram, centred.T @ (targets - mean))
         return np.exp(mean + (x - centre) @ weights)
-
-    def epoch_scale(self, reference_x: np.ndarray) -> float:
-        """The run's mean epoch (:attr:`epoch_seconds`) over the mean predicted epoch of the
-        configurations ``reference_x`` (:meth:`epoch_seconds_of`, as new configurations): the
-        epochs trained so far times this scale are the epochs of those configurations the same
-        seconds would train. With random draws of the space as the reference, a run whose
-        choices train slower epochs than a random configuration has a scale above 1. 1 while
-        no epoch has been timed or without references."""
-        epoch = self.epoch_seconds
-        if not epoch or len(reference_x) == 0:
-            return 1.0
-        reference = float(np.mean(self.epoch_seconds_of(reference_x, [None] * len(reference_x))))
-        return epoch / reference if reference > 0 else 1.0
 
     def log_seconds(
         self,

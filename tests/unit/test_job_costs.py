@@ -15,8 +15,7 @@ from test_scheduler_core import completion, make, start
 from syne_dyhpo import JobCosts
 from syne_dyhpo.core import job_costs
 from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
-from syne_dyhpo.core.completion import CompletionRun
-from syne_dyhpo.core.observations import Observations, TrialStatus
+from syne_dyhpo.core.observations import TrialStatus
 
 
 def _sim(epoch, t):
@@ -399,38 +398,6 @@ def _configs_before_completion(costs, after):
             answer = s.on_trial_result(trial, {"epoch": epoch, "loss": loss, "st_tuner_time": clock})
         s.on_trial_remove(trial)
     return len(s.observations.trials)
-
-
-def test_epoch_scale_is_the_runs_mean_epoch_over_a_random_configurations():
-    rng = np.random.RandomState(0)
-    encodings = rng.uniform(size=(40, 2))
-    slow = encodings[:, 0] > 0.5  # the run trained the slow half only: e^(2 x0) s per epoch
-    seconds = np.exp(2.0 * encodings[:, 0])
-    timer = _timed_trials(seconds[slow], encodings[slow])
-    reference = rng.uniform(size=(500, 2))
-    predicted = timer.epoch_seconds_of(reference, [None] * 500)
-    assert timer.epoch_scale(reference) == pytest.approx(seconds[slow].mean() / predicted.mean())
-    # slow choices count for more (the true ratio is 1.46; the regression, fitted on the slow
-    # half alone and shrunk, predicts the fast half's epochs too slow)
-    assert 1.15 < timer.epoch_scale(reference) < 1.46
-    assert timer.epoch_scale(np.zeros((0, 2))) == 1.0 and JobTimer(JobCosts()).epoch_scale(reference) == 1.0
-    flat = _timed_trials([2.0] * 5, encodings[:5])
-    assert flat.epoch_scale(reference) == pytest.approx(1.0)
-
-
-@pytest.mark.parametrize("scale, observed", [(1.0, 40), (2.0, 20), (0.5, 80)])
-def test_the_completions_delay_counts_the_epochs_observed_times_the_epoch_scale(scale, observed):
-    # delay 2, max_t 20, one worker: 40 epochs of a random configuration; a run whose epochs
-    # are twice as slow (scale 2) waits 20 of its own
-    obs = Observations(max_t=20, do_minimize=True)
-    records = [obs.add_trial(i, {"x": i}, np.array([i / 100])) for i in range(100)]
-    run = CompletionRun(completion(after=1, delay=2.0), obs)
-    for n in range(1, 100):
-        obs.add_result(n - 1, 1, 1.0 / n)  # each new first epoch is the best so far
-        champion = run.choose(records[:n], num_workers=1, epoch_scale=scale)
-        if champion is not None:
-            break
-    assert n == observed and champion.trial_id == n - 1
 
 
 @pytest.mark.parametrize("start_seconds, configs", [(0.0, 9), (2.0, 3), (8.0, 1)])
