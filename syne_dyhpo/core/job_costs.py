@@ -271,7 +271,7 @@ class JobTimer:
         own = np.array(
             [np.nan if t is None or t not in self._trial_epochs else self._own_epoch(t) for t in trial_ids],
             dtype=float,
-        ).reshape(-1)
+        )
         missing = np.isnan(own)
         if missing.any():
             own[missing] = self._predicted_epoch(x[missing], epoch)
@@ -284,8 +284,8 @@ class JobTimer:
     def _predicted_epoch(self, x: np.ndarray, epoch: float) -> np.ndarray:
         """Ridge regression of log epoch seconds on the encodings (see :meth:`epoch_seconds_of`)."""
         timed = [
-            t for t, (seconds, epochs) in self._trial_epochs.items()
-            if t in self._encodings and epochs > 0 and seconds > 0 and len(self._encodings[t]) == x.shape[1]
+            t for t, (seconds, _) in self._trial_epochs.items()
+            if t in self._encodings and seconds > 0 and len(self._encodings[t]) == x.shape[1]
         ]
         if len(timed) < 2:
             return np.full(len(x), epoch)
