@@ -68,9 +68,6 @@ class IncumbentCompletion:
         trial's curve (default), or ``"latest"``, its score at its last epoch, so that a trial
         whose curve has fallen since its best (an early peak: the value a user gets at
         ``max_t`` is lower) loses the lead
-    :param after_per_worker: with ``w`` workers the completion waits for ``ceil(after / w)``
-        first epochs instead of ``after``: completing one leader takes one worker of ``w``,
-        and the other workers go on exploring, as in ``delay``. Defaults to False
     """
 
     after: int = 9
@@ -81,7 +78,6 @@ class IncumbentCompletion:
     commit_after: float | None = 0.5
     limit: int | None = None
     leader_score: str = "best"
-    after_per_worker: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -93,7 +89,6 @@ class IncumbentCompletion:
             "committed": checked_integer(f"{name}.committed", self.committed, 0),
             "limit": checked_integer(f"{name}.limit", self.limit, 1, allow_none=True),
             "leader_score": checked_choice(f"{name}.leader_score", self.leader_score, LEADER_SCORES),
-            "after_per_worker": checked_flag(f"{name}.after_per_worker", self.after_per_worker),
         }
         if self.commit_after is not None:
             # the smallest positive float as the lower bound: (0, 1]
@@ -142,13 +137,6 @@ class CompletionRun:
             return 1
         return max(1, int(np.floor(self.settings.share * num_workers)))
 
-    def first_epochs_awaited(self, num_workers: int) -> int:
-        """First epochs the completion waits for with ``num_workers`` workers: ``after``, or
-        ``ceil(after / num_workers)`` with ``after_per_worker``."""
-        if self.settings.after_per_worker:
-            return math.ceil(self.settings.after / max(1, num_workers))
-        return self.settings.after
-
     def choose(self, records: Sequence[TrialRecord], num_workers: int = 1) -> TrialRecord | None:
         """The trial to complete among ``records`` (the trials that may get the next segment),
         or None: a committed trial below ``max_t`` if there is one (one of the first
@@ -156,8 +144,8 @@ class CompletionRun:
         ``commit_after * max_t``), else the best-scoring leader that has not reached
         ``max_t``. Leaders are the trials whose best scores (or latest, ``leader_score``) rank in the top
         :meth:`num_leaders` of all trials (a leader running on another worker or already
-        trained to ``max_t`` takes its place). Only once :meth:`first_epochs_awaited`
-        configurations reported their first epoch and ``delay * max_t / num_workers**2`` epochs were observed (job
+        trained to ``max_t`` takes its place). Only once ``after`` configurations reported
+        their first epoch and ``delay * max_t / num_workers**2`` epochs were observed (job
         starts counted in epochs, with ``start_epochs``). Once ``limit`` trials were chosen,
         only those.
 
@@ -177,7 +165,7 @@ class CompletionRun:
         if committed:
             return self._chosen(max(committed, key=score), new=False)
         new_starts, all_starts = (0.0, 0.0) if self.start_epochs is None else self.start_epochs()
-        if obs.num_first_epochs + new_starts < self.first_epochs_awaited(num_workers):
+        if obs.num_first_epochs + new_starts < settings.after:
             return None
         if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None

@@ -106,28 +106,24 @@ MISFIT_FIT_SCHEDULE = DyHPOFitSchedule(refine_every=100, refine_every_fraction=N
 class DyHPOCompletion(IncumbentCompletion):
     """DyHPO's incumbent completion (see :class:`~syne_dyhpo.core.completion.IncumbentCompletion`
     for every field): one leader (``share=0``), chosen once 27 configurations reported their
-    first epoch (three rungs of successive halving with reduction factor 3), a ``w``-th of them
-    with ``w`` workers, and committed to (``committed=1``: trained to ``max_t`` even when
-    overtaken). Changing a field changes only that field; the paper has no completion
-    (``completion=None``).
+    first epoch (three rungs of successive halving with reduction factor 3) and committed to
+    (``committed=1``: trained to ``max_t`` even when overtaken). Changing a field changes only
+    that field; the paper has no completion (``completion=None``).
 
     :param after: configurations that reported their first epoch before the completion
-        starts (with one worker). Defaults to 27
+        starts. Defaults to 27
     :param share: share of the workers that may complete leaders at once. Defaults to 0.0
         (only the incumbent)
     :param leaders_until_trained: ``share`` holds only until a configuration is trained to
         ``max_t``. Defaults to True
     :param committed: the first this many trials chosen are trained to ``max_t`` even when
         overtaken. Defaults to 1
-    :param after_per_worker: with ``w`` workers the completion waits for ``ceil(after / w)``
-        first epochs. Defaults to True
     """
 
     after: int = 27
     share: float = 0.0
     leaders_until_trained: bool = True
     committed: int = 1
-    after_per_worker: bool = True
 
 
 #: DyHPO's default completion, ``DyHPOCompletion()`` (exported as ``syne_dyhpo.DYHPO_COMPLETION``)
