@@ -35,18 +35,6 @@ class DecisionKind(str, Enum):
     START = "start"  # start a new configuration
 
 
-#: the rules a decision can be made by (:attr:`Decision.reason`)
-DECISION_REASONS = (
-    "points_to_evaluate",  # a configuration of points_to_evaluate, started first
-    "initial_random",  # a random configuration, before the model is used
-    "random",  # a random paused trial (too few observations for the model)
-    "model_failed",  # a random choice: the model failed at this decision
-    "completion",  # the completion of the leader (IncumbentCompletion)
-    "sh_promotion",  # a successive-halving promotion
-    "acquisition",  # the highest acquisition value
-)
-
-
 @dataclass(frozen=True)
 class Decision:
     """What the next free worker does, and why.
@@ -57,7 +45,8 @@ class Decision:
     :param retire: paused trials ranked hopeless by this decision (see
         ``PausedCheckpoints.max_kept``): never to be resumed
     :param epoch: the epoch the winner trains to next (the end of its next segment)
-    :param reason: the rule that made the decision, one of :data:`DECISION_REASONS`
+    :param reason: the rule that made the decision, one of
+        :data:`~syne_dyhpo.core.reasons.DECISION_REASONS`
     :param fit: what the decision's fit did to the model, one of
         :data:`~syne_dyhpo.core.policy.FIT_KINDS`; None: no model fitted (or its fit failed)
     :param acquisition: the winner's acquisition value (decisions by the acquisition)

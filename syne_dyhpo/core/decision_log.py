@@ -3,10 +3,11 @@
 A row says when (the Tuner's clock), on which reporting trial and epoch, what the scheduler
 answered for it (CONTINUE / PAUSE / STOP), what the next free worker gets (``next``: the
 reporting trial goes on, a paused trial is resumed, a new configuration is started, or
-nothing), why (:data:`REASONS`), the acquisition values of the winner and of the runner-up,
-the model's prediction for the winner where the method has one, the kind of fit the decision
-made, and the decision's milliseconds. Rows are kept in plain Python lists (the core install
-needs no table library for them); :meth:`DecisionLog.dataframe` converts them on request.
+nothing), why (:data:`~syne_dyhpo.core.reasons.REASONS`), the acquisition values of the
+winner and of the runner-up, the model's prediction for the winner where the method has one,
+the kind of fit the decision made, and the decision's milliseconds. Rows are kept in plain
+Python lists (the core install needs no table library for them);
+:meth:`DecisionLog.dataframe` converts them on request.
 
 The log observes: the scheduler calls it from its one path through each callback
 (:meth:`DecisionLog.result_arrived`, :meth:`DecisionLog.decided`, :meth:`DecisionLog.answered`,
@@ -72,7 +73,7 @@ COLUMNS = (
     "next",  # what the next free worker gets: continue / resume / start / nothing / dropped
     "next_trial_id",  # the trial that goes on, is resumed, or was started
     "next_epoch",  # the epoch it trains to next (end of its segment)
-    "reason",  # one of REASONS
+    "reason",  # one of REASONS (syne_dyhpo.core.reasons)
     "acquisition",  # the winner's acquisition value (log EI)
     "runner_up",  # the best acquisition value of the other candidates
     "pred_mean",  # the model's prediction for the winner at next_epoch (metric units), if its
@@ -83,24 +84,6 @@ COLUMNS = (
     "ms",  # milliseconds of the scheduler call that made the decision
 )
 
-#: why a decision was made (the ``reason`` column)
-REASONS = {
-    "points_to_evaluate": "a configuration of points_to_evaluate, started first",
-    "initial_random": "a random configuration, before the model is used",
-    "random": "a random paused trial (too few observations for the model)",
-    "model_failed": "a random choice: the model failed at this decision",
-    "completion": "the completion of the leader (IncumbentCompletion)",
-    "sh_promotion": "a successive-halving promotion (sh_probability)",
-    "acquisition": "the highest acquisition value",
-    "max_t": "the trial reached max_t",
-    "diverged": "the trial reported NaN or inf",
-    "lost_checkpoint": "the trial restarted at epoch 1 after a resume (its checkpoint was lost)",
-    "failed": "the trial's job failed",
-    "retired": "ranked hopeless (PausedCheckpoints.max_kept): never resumed",
-    "restored": "restored after Tuner.load (Syne Tune) or Tuner.restore (Ray): resumable again",
-    "archived": "started after the last save of the loaded tuner: results kept, never resumed",
-    "nothing_left": "no paused trial and no new configuration left",
-}
 
 _ROW_INDEX = {name: i for i, name in enumerate(COLUMNS)}
 _MISSING = object()

@@ -18,12 +18,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from syne_dyhpo.core.reasons import CHOICE_REASONS
 from syne_dyhpo.report.job_starts import JobStarts, job_starts
 from syne_dyhpo.report.loading import Run
-
-#: the reasons of decisions that chose what a free worker does (the others are ends of trials)
-CHOICE_REASONS = ("points_to_evaluate", "initial_random", "random", "model_failed", "completion", "sh_promotion",
-                  "acquisition", "nothing_left")
 
 
 @dataclass

@@ -17,7 +17,8 @@ from syne_tune.optimizer.scheduler import SchedulerDecision
 
 from syne_dyhpo import DeepPowerLaw, DyHPO, FreezeThawOptions
 from syne_dyhpo.core.candidates import CandidateOptions
-from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, REASONS, RUN_INFO_FILENAME, DecisionLog
+from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME, RUN_INFO_FILENAME, DecisionLog
+from syne_dyhpo.core.reasons import REASONS
 
 MAX_T = 4
 
