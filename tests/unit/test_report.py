@@ -12,10 +12,11 @@ import pytest
 import tomllib
 
 from syne_dyhpo.core.decision_log import COLUMNS, LOG_FILENAME
+from syne_dyhpo.core.reasons import CHOICE_REASONS, DECISION_REASONS, REASONS
 from syne_dyhpo.core.run_info import RUN_INFO_FILENAME, checkpoint_template
 from syne_dyhpo.report import cli, make_report
 from syne_dyhpo.report.loading import load_run, resolve
-from syne_dyhpo.report.timeline import MAX_ROWS, select_rows
+from syne_dyhpo.report.timeline import MAX_ROWS, REASON_COLOURS, select_rows
 
 REPO = Path(__file__).resolve().parents[2]
 MAX_T = 4
@@ -174,3 +175,10 @@ def test_console_script_is_declared():
     assert scripts["syne-dyhpo"] == "syne_dyhpo.report.cli:main"
     extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert extras["report"] == ["matplotlib"]
+
+
+def test_every_decision_reason_has_its_own_colour_and_every_choice_is_a_reason():
+    assert set(DECISION_REASONS) <= set(REASON_COLOURS)
+    colours = [REASON_COLOURS[r] for r in DECISION_REASONS]
+    assert len(set(colours)) == len(colours) and REASON_COLOURS["unknown"] not in colours
+    assert set(CHOICE_REASONS) <= set(REASONS) and set(CHOICE_REASONS) == {*DECISION_REASONS, "nothing_left"}
