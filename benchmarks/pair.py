@@ -1,0 +1,151 @@
+"""Pairs the runs of two results folders (or two methods) by task and seed: the paired tests that
+``docs/deviations.md`` reports for a rule against another.
+
+    PYTHONPATH=. python -m benchmarks.pair BASE_DIR NEW_DIR [--protocol wallclock] \\
+        [--methods DyHPO-costs ...] [--seeds 0 1 2] [--out FILE]
+    PYTHONPATH=. python -m benchmarks.pair DIR DIR --base-method DyHPO --new-method DyHPO-costs
+
+Without ``--base-method``/``--new-method`` each method found in both folders is paired with
+itself (the runs of a rule before and after a change, run into two folders). With them, the
+one method of ``BASE_DIR`` is paired with the other of ``NEW_DIR`` (which may be the same
+folder): a variant against the default.
+
+A pair is one (task, seed) both sides ran, in the same family (LCBench's two data folders are
+one family, and TaskSet's), number of workers and, for the wall-clock protocol, start delay.
+Each cell (regret kind and share of the budget) gives the means of the pairs, base -> new, and
+p of the two-sided Wilcoxon signed-rank test (:func:`benchmarks.report.signed_rank_test`). The
+wall-clock protocol also gives job starts per epoch within the budget.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.report import (
+    FRACTIONS,
+    REGRET_KINDS,
+    load_runs,
+    long_table,
+    signed_rank_test,
+    to_markdown,
+    wallclock_long_table,
+)
+from benchmarks.results import _as_families
+from benchmarks.wallclock import PROTOCOLS, WALLCLOCK
+
+#: columns that name a cell (a row of the output) besides the method
+CELL = ["benchmark", "n_workers", "start_delay"]
+#: columns that name a pair within a cell
+PAIR = ["task", "seed"]
+
+
+def _long(folder: str, protocol: str, fractions: Sequence[float]) -> pd.DataFrame:
+    runs = _as_families(load_runs(folder, protocol=protocol))
+    if not runs:
+        raise SystemExit(f"{folder!r}: no finished runs of the {protocol} protocol")
+    if protocol == WALLCLOCK:
+        return wallclock_long_table(runs, fractions)
+    long = long_table(runs, fractions)
+    long["start_delay"] = np.nan
+    long["starts_per_epoch"] = np.nan
+    return long
+
+
+def _mean_p(pairs: pd.DataFrame) -> str:
+    test = signed_rank_test(pairs["new"], pairs["base"])
+    p = test["p"]
+    p_text = "-" if np.isnan(p) else (f"{p:.2g}" if p >= 0.001 else "<0.001")
+    return f"{pairs['base'].mean():.3f} -> {pairs['new'].mean():.3f} (p {p_text})"
+
+
+def paired_table(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    base_method: str | None = None,
+    new_method: str | None = None,
+    methods: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+) -> pd.DataFrame:
+    """
+    :param base: Long table (:func:`benchmarks.report.long_table` or
+        :func:`benchmarks.report.wallclock_long_table`, families as ``benchmark``, with
+        ``start_delay`` and ``starts_per_epoch``) of the base runs
+    :param new: The same of the new runs
+    :param base_method: The method of ``base`` paired with ``new_method`` of ``new`` (None:
+        every method of both paired with itself)
+    :param new_method: See ``base_method``
+    :param methods: Only these methods (of ``new``; None: all)
+    :param seeds: Only these seeds (None: all)
+    :return: One row per (family, workers, start delay, method): ``pairs``, then per regret
+        kind and budget point ``base mean -> new mean (p ...)``, then ``job starts per epoch``
+        (base -> new, at the full budget; wall-clock protocol only)
+    """
+    if (base_method is None) != (new_method is None):
+        raise ValueError(f"base_method={base_method!r}, new_method={new_method!r}: give both or neither")
+    if base_method is not None:
+        base = base[base["method"] == base_method].assign(method=new_method)
+        new = new[new["method"] == new_method]
+    if methods is not None:
+        new = new[new["method"].isin(methods)]
+    if seeds is not None:
+        base, new = base[base["seed"].isin(seeds)], new[new["seed"].isin(seeds)]
+    key = CELL + ["method", "budget_point"] + PAIR
+    value_columns = list(REGRET_KINDS) + ["starts_per_epoch"]
+    merged = base[key + value_columns].merge(new[key + value_columns], on=key, suffixes=("_base", "_new"))
+    rows = []
+    last = max(FRACTIONS)
+    for cell, g in merged.groupby(CELL + ["method"], sort=True, dropna=False):
+        family, workers, delay, method = cell
+        row = {"family": family, "workers": workers, "start delay": delay, "method": method,
+               "pairs": int((g["budget_point"] == g["budget_point"].max()).sum())}
+        for column, kind in REGRET_KINDS.items():
+            for f, gf in g.groupby("budget_point", sort=True):
+                pairs = gf[[f"{column}_base", f"{column}_new"]].set_axis(["base", "new"], axis=1).dropna()
+                row[f"{kind} {int(round(100 * f))} %"] = _mean_p(pairs) if len(pairs) else "-"
+        end = g[g["budget_point"] == g["budget_point"].max()]
+        if end["starts_per_epoch_base"].notna().any() and g["budget_point"].max() == last:
+            row["job starts per epoch"] = (
+                f"{end['starts_per_epoch_base'].mean():.3f} -> {end['starts_per_epoch_new'].mean():.3f}"
+            )
+        rows.append(row)
+    table = pd.DataFrame(rows)
+    if not table.empty and table["start delay"].isna().all():
+        table = table.drop(columns="start delay")
+    return table
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("base", help="results folder of the base runs")
+    p.add_argument("new", help="results folder of the new runs (may be the same folder)")
+    p.add_argument("--protocol", choices=list(PROTOCOLS), default=WALLCLOCK, help="default: %(default)s")
+    p.add_argument("--base-method", help="the method of BASE paired with --new-method of NEW")
+    p.add_argument("--new-method", help="see --base-method")
+    p.add_argument("--methods", nargs="+", help="only these methods (default: all in both)")
+    p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: all in both)")
+    p.add_argument("--out", help="also write the markdown table to this file")
+    args = p.parse_args(argv)
+    if (args.base_method is None) != (args.new_method is None):
+        p.error("--base-method and --new-method go together")
+    table = paired_table(
+        _long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS),
+        args.base_method, args.new_method, args.methods, args.seeds,
+    )
+    if table.empty:
+        print("no pairs: no (task, seed) of the same method, family, workers and start delay in both", file=sys.stderr)
+        return 1
+    text = to_markdown(table)
+    print(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
