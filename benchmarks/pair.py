@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from benchmarks.provenance import versions_text
 from benchmarks.report import (
     FRACTIONS,
     REGRET_KINDS,
@@ -42,6 +43,8 @@ from benchmarks.wallclock import PROTOCOLS, WALLCLOCK
 CELL = ["benchmark", "n_workers", "start_delay"]
 #: columns that name a pair within a cell
 PAIR = ["task", "seed"]
+#: columns that name a run
+RUN = CELL + ["method"] + PAIR
 
 
 def _long(folder: str, protocol: str, fractions: Sequence[float]) -> pd.DataFrame:
@@ -61,6 +64,28 @@ def _mean_p(pairs: pd.DataFrame) -> str:
     p = test["p"]
     p_text = "-" if np.isnan(p) else (f"{p:.2g}" if p >= 0.001 else "<0.001")
     return f"{pairs['base'].mean():.3f} -> {pairs['new'].mean():.3f} (p {p_text})"
+
+
+def selected(
+    base: pd.DataFrame,
+    new: pd.DataFrame,
+    base_method: str | None = None,
+    new_method: str | None = None,
+    methods: Sequence[str] | None = None,
+    seeds: Sequence[int] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of each side that :func:`paired_table` pairs (its parameters), ``base_method``
+    renamed ``new_method``."""
+    if (base_method is None) != (new_method is None):
+        raise ValueError(f"base_method={base_method!r}, new_method={new_method!r}: give both or neither")
+    if base_method is not None:
+        base = base[base["method"] == base_method].assign(method=new_method)
+        new = new[new["method"] == new_method]
+    if methods is not None:
+        base, new = base[base["method"].isin(methods)], new[new["method"].isin(methods)]
+    if seeds is not None:
+        base, new = base[base["seed"].isin(seeds)], new[new["seed"].isin(seeds)]
+    return base, new
 
 
 def paired_table(
@@ -85,15 +110,7 @@ def paired_table(
         kind and budget point ``base mean -> new mean (p ...)``, then ``job starts per epoch``
         (base -> new, at the full budget; wall-clock protocol only)
     """
-    if (base_method is None) != (new_method is None):
-        raise ValueError(f"base_method={base_method!r}, new_method={new_method!r}: give both or neither")
-    if base_method is not None:
-        base = base[base["method"] == base_method].assign(method=new_method)
-        new = new[new["method"] == new_method]
-    if methods is not None:
-        new = new[new["method"].isin(methods)]
-    if seeds is not None:
-        base, new = base[base["seed"].isin(seeds)], new[new["seed"].isin(seeds)]
+    base, new = selected(base, new, base_method, new_method, methods, seeds)
     key = CELL + ["method", "budget_point"] + PAIR
     value_columns = list(REGRET_KINDS) + ["starts_per_epoch"]
     merged = base[key + value_columns].merge(new[key + value_columns], on=key, suffixes=("_base", "_new"))
@@ -132,14 +149,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if (args.base_method is None) != (args.new_method is None):
         p.error("--base-method and --new-method go together")
-    table = paired_table(
-        _long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS),
-        args.base_method, args.new_method, args.methods, args.seeds,
-    )
+    base, new = _long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS)
+    table = paired_table(base, new, args.base_method, args.new_method, args.methods, args.seeds)
     if table.empty:
         print("no pairs: no (task, seed) of the same method, family, workers and start delay in both", file=sys.stderr)
         return 1
     text = to_markdown(table)
+    base, new = selected(base, new, args.base_method, args.new_method, args.methods, args.seeds)
+    base_versions, new_versions = (versions_text(long.drop_duplicates(RUN)["versions"]) for long in (base, new))
+    if base_versions != new_versions:
+        text += (f"\n\nThe two sides were run with other package versions (base: {base_versions}; new: "
+                 f"{new_versions}): a difference may be the versions', not the rule's.")
     print(text)
     if args.out:
         with open(args.out, "w") as f:

@@ -36,6 +36,7 @@ from benchmarks.metrics import (
     regret_curve,
     speedup_vs_random,
 )
+from benchmarks.provenance import versions_key
 from benchmarks.runner import RESULTS_FILE, RUN_FILE
 from benchmarks.wallclock import EPOCHS, JOBS_FILE, PROTOCOLS, WALLCLOCK, job_starts_until
 
@@ -143,7 +144,8 @@ def long_table(
     One row per (run, budget fraction): anytime regret (``regret``),
     fully-trained regret (``trained_regret``) and budget use there (columns
     :data:`~benchmarks.metrics.BUDGET_USE_KEYS`), plus per-run columns
-    (scheduler seconds, speed-up against random search of the same group).
+    (scheduler seconds, speed-up against random search of the same group, ``versions``: the
+    packages the run was made with, :func:`benchmarks.provenance.versions_key`).
 
     :param runs: See :func:`load_runs`
     :param fractions: Budget fractions
@@ -177,6 +179,7 @@ def long_table(
                     budget_point=f, regret=regrets[f], trained_regret=trained[f],
                     **use[f], speedup=speedup,
                     scheduler_seconds=s["scheduler_seconds"], wall_seconds=s["wall_seconds"],
+                    versions=versions_key(s),
                 )
             )
     return pd.DataFrame(rows)
@@ -217,6 +220,7 @@ def wallclock_long_table(runs: Sequence[RunRecord], fractions: Sequence[float] =
                 **u, job_starts=int(n_starts),
                 starts_per_epoch=n_starts / u["epochs"] if u["epochs"] else np.nan,
                 scheduler_seconds=s["scheduler_seconds"], wall_seconds=s["wall_seconds"],
+                versions=versions_key(s),
             ))
     return pd.DataFrame(rows)
 

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.depth import depth_per_run
+from benchmarks.provenance import versions_text
 from benchmarks.report import (
     FRACTIONS,
     REFERENCES,
@@ -162,6 +163,16 @@ def _fmt(v: float, digits: int = 3) -> str:
 
 def _p(p: float) -> str:
     return "-" if np.isnan(p) else (f"{p:.2g}" if p >= 0.001 else "<0.001")
+
+
+def _versions_line(long: pd.DataFrame) -> str:
+    """The protocol's line naming the package versions the runs of ``long`` were made with."""
+    if "versions" not in long:
+        return "- **Versions:** not recorded."
+    per_run = long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"]
+                                   + (["start_delay"] if "start_delay" in long else []))
+    return (f"- **Versions:** {versions_text(per_run['versions'])} (the figures repeat with these "
+            "versions; other releases of the packages move them by about the seed noise).")
 
 
 def _source_tasks(source: str) -> list[str]:
@@ -757,7 +768,7 @@ def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
         f"From the {n_runs} finished runs under `{results_dir}`, made by (from the repository "
         f"root; `make benchmark-wallclock DEV=...`), or the part of its grid that was run (the "
         f"`runs` column counts each cell's runs):\n\n```bash\n{WALLCLOCK_COMMAND}\n```",
-        WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS),
+        WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS) + "\n" + _versions_line(long),
     ]
     for delay, g in long.groupby("start_delay", sort=True):
         tests = headline_tests(g, sorted(m for m in g["method"].unique() if m.startswith(OURS)))
@@ -848,7 +859,7 @@ def render(
         budgets=" or ".join(str(b) for b in sorted(long["budget"].unique())),
         workers=" and ".join(str(w) for w in sorted(long["n_workers"].unique())),
         tie=TIE_TOLERANCE,
-    )
+    ) + "\n" + _versions_line(long)
     n_runs = len(long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"]))
     parts = [
         "# Benchmark results",

@@ -37,6 +37,7 @@ from syne_tune.tuning_status import TuningStatus
 
 from benchmarks.blackboxes import BenchmarkDefinition, load_benchmark
 from benchmarks.metrics import epochs_until, incumbent_trajectory, regret_at_fractions, regret_at_time_fractions
+from benchmarks.provenance import environment
 from benchmarks.table import TableRestricted, metric_bounds, table_configs
 from benchmarks.wallclock import (
     EPOCHS,
@@ -519,6 +520,7 @@ def run_one(
         "regret": {str(k): v for k, v in regrets.items()},
         **protocol_summary,
         "scheduler_metadata": scheduler.metadata(),
+        **environment(),
     }
     tmp = out / (RUN_FILE + ".tmp")
     with open(tmp, "w") as f:

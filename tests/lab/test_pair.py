@@ -1,6 +1,8 @@
 """benchmarks/pair.py: two folders' runs (or two methods) paired by task and seed, with the means
 and p of each cell known from hand-made long tables and from runs written by the lab's runner."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -74,6 +76,17 @@ def test_the_command_pairs_two_folders_of_real_runs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert code == 0 and "| LCBench | 1 | 1 | ASHA | 1 |" in out
     assert (tmp_path / "pair.md").read_text().strip() == out.strip()
+    assert "other package versions" not in out
+    summary_file = next((tmp_path / "runs").rglob("ASHA/**/run.json"))
+    summary = json.loads(summary_file.read_text())
+    assert summary["versions"]["numpy"] == np.__version__ and summary["versions"]["syne-tune"]
+    assert "commit" in summary
+    summary["versions"]["numpy"] = "0.0"
+    summary_file.write_text(json.dumps(summary))
+    assert pair.main([str(tmp_path / "runs"), str(tmp_path / "runs"), "--base-method", "RandomSearch",
+                      "--new-method", "ASHA"]) == 0
+    out = capsys.readouterr().out
+    assert "other package versions" in out and "numpy 0.0" in out
     # no runs of the epoch protocol there: a clear error naming the folder
     with pytest.raises(SystemExit, match="no finished runs of the epochs protocol"):
         pair.main([str(tmp_path / "runs"), str(tmp_path / "runs"), "--protocol", "epochs"])
