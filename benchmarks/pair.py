@@ -74,8 +74,16 @@ def selected(
     methods: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The rows of each side that :func:`paired_table` pairs (its parameters), ``base_method``
-    renamed ``new_method``."""
+    """The rows of each side to pair.
+
+    :param base: Long table of the base runs (see :func:`paired_table`)
+    :param new: The same of the new runs
+    :param base_method: The method of ``base`` paired with ``new_method`` of ``new``, renamed
+        ``new_method`` (None: every method of both paired with itself)
+    :param new_method: See ``base_method``
+    :param methods: Only these methods (None: all)
+    :param seeds: Only these seeds (None: all)
+    """
     if (base_method is None) != (new_method is None):
         raise ValueError(f"base_method={base_method!r}, new_method={new_method!r}: give both or neither")
     if base_method is not None:
@@ -88,29 +96,16 @@ def selected(
     return base, new
 
 
-def paired_table(
-    base: pd.DataFrame,
-    new: pd.DataFrame,
-    base_method: str | None = None,
-    new_method: str | None = None,
-    methods: Sequence[str] | None = None,
-    seeds: Sequence[int] | None = None,
-) -> pd.DataFrame:
+def paired_table(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
     """
     :param base: Long table (:func:`benchmarks.report.long_table` or
         :func:`benchmarks.report.wallclock_long_table`, families as ``benchmark``, with
-        ``start_delay`` and ``starts_per_epoch``) of the base runs
+        ``start_delay`` and ``starts_per_epoch``) of the base runs, as :func:`selected` gives it
     :param new: The same of the new runs
-    :param base_method: The method of ``base`` paired with ``new_method`` of ``new`` (None:
-        every method of both paired with itself)
-    :param new_method: See ``base_method``
-    :param methods: Only these methods (of ``new``; None: all)
-    :param seeds: Only these seeds (None: all)
-    :return: One row per (family, workers, start delay, method): ``pairs``, then per regret
-        kind and budget point ``base mean -> new mean (p ...)``, then ``job starts per epoch``
-        (base -> new, at the full budget; wall-clock protocol only)
+    :return: One row per (family, workers, start delay, method) of both: ``pairs``, then per
+        regret kind and budget point ``base mean -> new mean (p ...)``, then ``job starts per
+        epoch`` (base -> new, at the full budget; wall-clock protocol only)
     """
-    base, new = selected(base, new, base_method, new_method, methods, seeds)
     key = CELL + ["method", "budget_point"] + PAIR
     value_columns = list(REGRET_KINDS) + ["starts_per_epoch"]
     merged = base[key + value_columns].merge(new[key + value_columns], on=key, suffixes=("_base", "_new"))
@@ -149,13 +144,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if (args.base_method is None) != (args.new_method is None):
         p.error("--base-method and --new-method go together")
-    base, new = _long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS)
-    table = paired_table(base, new, args.base_method, args.new_method, args.methods, args.seeds)
+    base, new = selected(_long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS),
+                         args.base_method, args.new_method, args.methods, args.seeds)
+    table = paired_table(base, new)
     if table.empty:
         print("no pairs: no (task, seed) of the same method, family, workers and start delay in both", file=sys.stderr)
         return 1
     text = to_markdown(table)
-    base, new = selected(base, new, args.base_method, args.new_method, args.methods, args.seeds)
     base_versions, new_versions = (versions_text(long.drop_duplicates(RUN)["versions"]) for long in (base, new))
     if base_versions != new_versions:
         text += (f"\n\nThe two sides were run with other package versions (base: {base_versions}; new: "

@@ -53,19 +53,19 @@ def test_only_the_pairs_both_ran_count_and_cells_stay_apart():
     assert len(table) == 1 and table.loc[0, "pairs"] == 6 and table.loc[0, "start delay"] == 1.0
     kept = np.r_[BASE[:3], BASE[6:9]]
     assert table.loc[0, "anytime 100 %"].startswith(f"{kept.mean():.3f} -> {kept.mean() + 0.01:.3f}")
-    assert pair.paired_table(base, new, seeds=[0]).loc[0, "pairs"] == 2
+    assert pair.paired_table(*pair.selected(base, new, seeds=[0])).loc[0, "pairs"] == 2
 
 
 def test_one_method_against_another_in_the_same_folder():
     both = pd.concat([_long("DyHPO", BASE, BASE, STARTS), _long("DyHPO-costs", NEW, NEW, STARTS)])
-    table = pair.paired_table(both, both, base_method="DyHPO", new_method="DyHPO-costs")
+    table = pair.paired_table(*pair.selected(both, both, base_method="DyHPO", new_method="DyHPO-costs"))
     assert list(table["method"]) == ["DyHPO-costs"]
     assert table.loc[0, "fully-trained 100 %"].startswith(f"{BASE.mean():.3f} -> {NEW.mean():.3f}")
     # without the pairing of methods, each is paired with itself: no change anywhere
     same = pair.paired_table(both, both).set_index("method")
     assert same.loc["DyHPO", "anytime 100 %"].endswith("(p 1)")
     with pytest.raises(ValueError, match="new_method=None"):
-        pair.paired_table(both, both, base_method="DyHPO")
+        pair.selected(both, both, base_method="DyHPO")
 
 
 def test_the_command_pairs_two_folders_of_real_runs(tmp_path, capsys):
