@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = to_markdown(table)
     base_versions, new_versions = (versions_text(long.drop_duplicates(RUN)["versions"]) for long in (base, new))
     if base_versions != new_versions:
-        text += (f"\n\nThe two sides were run with other package versions (base: {base_versions}; new: "
+        text += (f"\n\nThe two sides were run with other package versions or on another processor (base: {base_versions}; new: "
                  f"{new_versions}): a difference may be the versions', not the rule's.")
     print(text)
     if args.out:

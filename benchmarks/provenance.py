@@ -1,7 +1,9 @@
-"""What made a run: the versions of the packages its decisions depend on and the commit of this
-repository. A run's figures repeat only with the same versions (the surrogates' fits and the
-random streams of their libraries change between releases), so every ``run.json`` records them
-and the tables name them.
+"""What made a run: the versions of the packages its decisions depend on, the commit of this
+repository and the processor's arithmetic. A run's figures repeat only with the same versions
+and on a processor whose vector instructions torch and the BLAS use alike: the surrogates' fits
+round differently on another, and a decision that flips there changes the rest of the run. So
+every ``run.json`` records them, the tables name them, and runs paired against each other
+should come from one machine.
 """
 
 from __future__ import annotations
@@ -44,18 +46,42 @@ def git_commit(repository: Path = REPOSITORY) -> str | None:
     return head + ("+changes" if changed else "") if head else None
 
 
+def processor() -> dict[str, str | None]:
+    """The processor as the arithmetic sees it: ``cpu`` (its model name, None where unknown)
+    and ``torch_cpu_capability`` (the vector instructions torch's kernels use, e.g. "AVX512";
+    None without torch)."""
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), None)
+    except OSError:
+        pass
+    cpu = cpu or platform.processor() or None
+    try:
+        import torch
+
+        capability: str | None = str(torch.backends.cpu.get_cpu_capability())
+    except (ImportError, AttributeError):
+        capability = None
+    return {"cpu": cpu, "torch_cpu_capability": capability}
+
+
 def environment() -> dict[str, Any]:
-    """What a run records: ``versions`` (:func:`package_versions`) and ``commit`` (:func:`git_commit`)."""
-    return {"versions": package_versions(), "commit": git_commit()}
+    """What a run records: ``versions`` (:func:`package_versions`), ``processor``
+    (:func:`processor`) and ``commit`` (:func:`git_commit`)."""
+    return {"versions": package_versions(), "processor": processor(), "commit": git_commit()}
 
 
 def versions_key(summary: Mapping[str, Any]) -> str:
-    """One line naming the versions a run (its ``run.json``) was made with; "not recorded" for
-    runs written before runs recorded them."""
+    """One line naming the versions and the processor a run (its ``run.json``) was made with;
+    "not recorded" for runs written before runs recorded them."""
     versions = summary.get("versions")
     if not versions:
         return "not recorded"
-    return ", ".join(f"{name} {version}" for name, version in versions.items() if version is not None)
+    key = ", ".join(f"{name} {version}" for name, version in versions.items() if version is not None)
+    cpu = summary.get("processor") or {}
+    named = [v for v in (cpu.get("cpu"), cpu.get("torch_cpu_capability")) if v]
+    return key + (f"; processor {' '.join(named)}" if named else "")
 
 
 def versions_text(keys: Iterable[str]) -> str:

@@ -80,7 +80,7 @@ def test_the_command_pairs_two_folders_of_real_runs(tmp_path, capsys):
     summary_file = next((tmp_path / "runs").rglob("ASHA/**/run.json"))
     summary = json.loads(summary_file.read_text())
     assert summary["versions"]["numpy"] == np.__version__ and summary["versions"]["syne-tune"]
-    assert "commit" in summary
+    assert "commit" in summary and summary["processor"]["torch_cpu_capability"]
     summary["versions"]["numpy"] = "0.0"
     summary_file.write_text(json.dumps(summary))
     assert pair.main([str(tmp_path / "runs"), str(tmp_path / "runs"), "--base-method", "RandomSearch",

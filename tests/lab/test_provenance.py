@@ -41,6 +41,17 @@ def test_the_versions_of_a_set_of_runs_name_each_set_with_its_runs():
         "python 3.11.7, gpytorch 1.15.2 (2 runs); python 3.11.7, gpytorch 1.11 (1 runs)"
     )
     assert provenance.versions_text([]) == "no runs"
+    on = {**new, "processor": {"cpu": "AMD EPYC", "torch_cpu_capability": "AVX512"}}
+    assert provenance.versions_key(on) == "python 3.11.7, gpytorch 1.15.2; processor AMD EPYC AVX512"
+    other = {**new, "processor": {"cpu": "AMD EPYC", "torch_cpu_capability": "AVX2"}}
+    assert provenance.versions_key(other) != provenance.versions_key(on)
+
+
+def test_the_processor_is_what_torch_uses():
+    torch = pytest.importorskip("torch", reason="torch is a core dependency; this environment lacks it")
+    cpu = provenance.processor()
+    assert cpu["torch_cpu_capability"] == str(torch.backends.cpu.get_cpu_capability())
+    assert cpu["cpu"]
 
 
 @pytest.mark.parametrize("missing", [True, False])
