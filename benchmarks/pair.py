@@ -153,8 +153,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = to_markdown(table)
     base_versions, new_versions = (versions_text(long.drop_duplicates(RUN)["versions"]) for long in (base, new))
     if base_versions != new_versions:
-        text += (f"\n\nThe two sides were run with other package versions or on another processor (base: {base_versions}; new: "
-                 f"{new_versions}): a difference may be the versions', not the rule's.")
+        text += (f"\n\nThe two sides were run with other package versions or on another processor (base: "
+                 f"{base_versions}; new: {new_versions}): a difference may be theirs, not the rule's.")
     print(text)
     if args.out:
         with open(args.out, "w") as f:
