@@ -166,13 +166,14 @@ def _p(p: float) -> str:
 
 
 def _versions_line(long: pd.DataFrame) -> str:
-    """The protocol's line naming the package versions the runs of ``long`` were made with."""
-    if "versions" not in long:
-        return "- **Versions:** not recorded."
+    """The protocol's line naming the package versions and processors the runs of ``long`` were
+    made with."""
+    if "versions" not in long or (long["versions"] == "not recorded").all():
+        return "- **Versions:** not recorded (runs written before `run.json` recorded them)."
     per_run = long.drop_duplicates(["benchmark", "n_workers", "method", "task", "seed"]
                                    + (["start_delay"] if "start_delay" in long else []))
     return (f"- **Versions:** {versions_text(per_run['versions'])} (the figures repeat with these "
-            "versions; other releases of the packages move them by about the seed noise).")
+            "versions on such a processor; on another, or with other releases, they move by about the seed noise).")
 
 
 def _source_tasks(source: str) -> list[str]:
@@ -866,7 +867,9 @@ def render(
         f"Written by `{command}` from the {n_runs} finished runs under `{results_dir}`, made by the "
         "development grid (from the repository root; `make benchmark DEV=...` runs the three commands):"
         f"\n\n```bash\n{GRID_COMMAND}\n```\n\n"
-        "Every number below comes from those runs; rerunning the commands reproduces the file.",
+        "Every number below comes from those runs; rerunning the commands reproduces the file with the "
+        "package versions and on a processor like the one the protocol names (on another processor the "
+        "surrogates' fits round differently and the runs differ by about the seed noise).",
         "## Protocol",
         protocol,
         "## Runs",

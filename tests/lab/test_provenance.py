@@ -63,6 +63,8 @@ def test_results_md_names_the_versions(missing):
     long = pd.DataFrame(dict(benchmark="LCBench", n_workers=1, method="ASHA", task=["car", "car", "adult"],
                              seed=0, budget_point=[0.5, 1.0, 1.0], versions=["numpy 2.0", "numpy 2.0", "numpy 1.26"]))
     if missing:
-        assert _versions_line(long.drop(columns="versions")) == "- **Versions:** not recorded."
+        expected = "- **Versions:** not recorded (runs written before `run.json` recorded them)."
+        assert _versions_line(long.drop(columns="versions")) == expected
+        assert _versions_line(long.assign(versions="not recorded")) == expected
     else:
         assert _versions_line(long).startswith("- **Versions:** numpy 2.0 (1 runs); numpy 1.26 (1 runs) (the figures")
