@@ -44,6 +44,18 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    the epoch budget; each job start so far counts in them as the epochs its seconds would
    have trained (:meth:`JobTimer.start_epochs_spent`), so that a run whose starts cost time
    does not explore longer before it trains a leader to ``max_t``.
+6. **A start counts as free until resumes show that it costs** (``free_until_se``). Until
+   then, segments are one ``budget_step``, as in the papers. Each resume is priced at its
+   job's second result: the seconds from the resume to its first result, less the epochs
+   that result reports at the mean of the trial's last epoch before the pause and the job's
+   second epoch (a central difference: an epoch time that shrinks or grows along the curve,
+   as LCBench's do, cancels). Once the resumes' mean price, less ``free_until_se`` standard
+   errors, is above 0, the square-root segments of 3. apply for the rest of the run. To
+   price resumes early, the scheduler pauses and resumes the first trial that reaches a
+   segment end ``timed_resumes`` times, two epochs each (decision reason ``time_resume``).
+   A given ``start_seconds`` is used at once, without timed resumes. This keeps a run whose
+   starts are free close to the papers' schedule (one-epoch segments), where the learned
+   start, a small difference of noisy times, would otherwise often come out above 0.
 
 The clock of a result is Syne Tune's simulated time ``st_tuner_time`` when the result has it
 (the simulator adds it to every result, and the decisions happen at the time of the last
@@ -62,7 +74,7 @@ from typing import Any
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_number
+from syne_dyhpo.checks import checked_integer, checked_number
 
 #: the result key of Syne Tune's simulated time (its simulator adds it to every result)
 SIMULATED_TIME = "st_tuner_time"
@@ -70,6 +82,8 @@ SIMULATED_TIME = "st_tuner_time"
 WORKER_TIMESTAMP = "st_worker_timestamp"
 #: the two kinds of job start
 NEW, RESUME = "new", "resume"
+#: epochs of each timed resume (a resume is priced at its job's second result)
+TIMED_RESUME_EPOCHS = 2
 #: prior precision of the coefficients of :meth:`JobTimer.epoch_seconds_of`'s regression of
 #: log epoch seconds on the encodings in [0, 1]^d (1: a coefficient's prior standard deviation
 #: is the residuals')
@@ -89,10 +103,20 @@ class JobCosts:
         ``ceil(segment_factor x sqrt(start / epoch))`` epochs (at least 1) before it is decided
         on again (a finite number >= 0; default 3; 0: the segment is one ``budget_step``, as in
         the papers)
+    :param free_until_se: a learned start counts as free (segments of one ``budget_step``)
+        until the resumes' mean price (:meth:`JobTimer.resume_prices`) less this many standard
+        errors is above 0 (a finite number >= 0; default 2). None: the learned start is used
+        from the first start timed
+    :param timed_resumes: how often the scheduler pauses and resumes the first trial that
+        reaches a segment end, two epochs each, to price resumes early (an integer >= 0;
+        default 2, the fewest a standard error needs; used with ``free_until_se`` and a
+        learned start)
     """
 
     start_seconds: float | None = None
     segment_factor: float = 3.0
+    free_until_se: float | None = 2.0
+    timed_resumes: int = 2
 
     def __post_init__(self) -> None:
         if self.start_seconds is not None:
@@ -108,6 +132,16 @@ class JobCosts:
             "JobCosts.segment_factor", self.segment_factor, 0.0, np.finfo(float).max, "a finite number >= 0"
         )
         object.__setattr__(self, "segment_factor", factor)
+        if self.free_until_se is not None:
+            object.__setattr__(
+                self,
+                "free_until_se",
+                checked_number(
+                    "JobCosts.free_until_se", self.free_until_se, 0.0, np.finfo(float).max,
+                    "a finite number >= 0 or None (the learned start is used at once)",
+                ),
+            )
+        object.__setattr__(self, "timed_resumes", checked_integer("JobCosts.timed_resumes", self.timed_resumes, 0))
 
 
 @dataclass
@@ -119,6 +153,9 @@ class _Job:
     last_epoch: int  # the trial's last epoch when the job started, then the job's last result's
     new: bool  # a new trial's first job (else a resume)
     last_time: float | None = None  # time of the job's last result (None: none yet)
+    first_result: tuple[float, int] | None = None  # seconds from the start to its first result, epochs
+    epoch_before: float | None = None  # seconds of the trial's last epoch timed before this job
+    priced: bool = False  # a resume priced at its second result (resume_prices)
 
 
 class JobTimer:
@@ -141,6 +178,11 @@ class JobTimer:
         # per trial: [seconds of its timed epochs, epochs timed]; and its encoding
         self._trial_epochs: dict[int, list[float]] = {}
         self._encodings: dict[int, np.ndarray] = {}
+        self._last_epoch_seconds: dict[int, float] = {}  # per trial: seconds of its last epoch timed
+        self._resume_prices: list[float] = []  # each priced resume's start (see resume_prices)
+        self._start_shown = costs.free_until_se is None or costs.start_seconds is not None
+        self.timed_trial: int | None = None  # the trial paused and resumed to time resumes
+        self.timed_resumes_done = 0
 
     # ----- what the scheduler tells it ---------------------------------------------------
 
@@ -151,7 +193,10 @@ class JobTimer:
         :param encoded: the trial's configuration in [0, 1]^d, so that its epoch times teach
             :meth:`epoch_seconds_of` what other configurations' epochs cost (None: they don't)
         """
-        self._jobs[trial_id] = _Job(self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0)
+        self._jobs[trial_id] = _Job(
+            self._simulated_now, time.time(), int(last_epoch), new=last_epoch == 0,
+            epoch_before=self._last_epoch_seconds.get(trial_id),
+        )
         if encoded is not None:
             self._encodings[trial_id] = np.asarray(encoded, dtype=float)
         self._starts[NEW if last_epoch == 0 else RESUME] += 1
@@ -176,13 +221,32 @@ class JobTimer:
                 timed[0] += now - start
                 timed[1] += epochs
                 timed[2] += 1
+                job.first_result = (now - start, epochs)
         elif now >= job.last_time:
             self._epoch_seconds_sum += now - job.last_time
             self._epochs_timed += epochs
             timed = self._trial_epochs.setdefault(trial_id, [0.0, 0])
             timed[0] += now - job.last_time
             timed[1] += epochs
+            epoch_seconds = (now - job.last_time) / epochs
+            self._last_epoch_seconds[trial_id] = epoch_seconds
+            if not job.new and not job.priced and job.first_result is not None:
+                self._price_resume(job, epoch_seconds)
         job.last_epoch, job.last_time = epoch, now
+
+    def _price_resume(self, job: _Job, second_epoch: float) -> None:
+        """Prices a resume at its job's second result (see :meth:`resume_prices`), and opens
+        the gate of ``JobCosts.free_until_se`` once the prices show that a start costs."""
+        job.priced = True
+        seconds, epochs = job.first_result  # type: ignore[misc]
+        epoch = second_epoch if job.epoch_before is None else (job.epoch_before + second_epoch) / 2.0
+        self._resume_prices.append(seconds - epochs * epoch)
+        if self._start_shown or len(self._resume_prices) < 2:
+            return
+        prices = np.asarray(self._resume_prices)
+        standard_error = prices.std(ddof=1) / math.sqrt(len(prices))
+        margin = self.costs.free_until_se or 0.0
+        self._start_shown = bool(prices.mean() - margin * standard_error > 0.0)
 
     def _result_time(self, result: dict[str, Any]) -> tuple[float, bool]:
         """The result's time, and whether it is simulated time."""
@@ -195,7 +259,38 @@ class JobTimer:
             return float(value), False
         return time.time(), False
 
+    def wants_timed_resume(self, trial_id: int) -> bool:
+        """Whether the trial, at its segment end, is to be paused and resumed at once for
+        ``TIMED_RESUME_EPOCHS`` epochs to price a resume (``JobCosts.timed_resumes``): while a
+        learned start counts as free, the first trial that asks, up to ``timed_resumes``
+        times. The caller tells :meth:`timed_resume_given`."""
+        return (
+            not self._start_shown
+            and self.timed_resumes_done < self.costs.timed_resumes
+            and self.timed_trial in (None, trial_id)
+        )
+
+    def timed_resume_given(self, trial_id: int) -> None:
+        """The trial was paused to be resumed at once (:meth:`wants_timed_resume`)."""
+        self.timed_trial = trial_id
+        self.timed_resumes_done += 1
+
     # ----- what it learned ----------------------------------------------------------------
+
+    @property
+    def resume_prices(self) -> list[float]:
+        """Each priced resume's start, in seconds: the time from the resume to the job's first
+        result, less the epochs it reports at the mean of the trial's last epoch timed before
+        the pause and the job's second epoch (the second epoch alone when the trial had none
+        timed). A resume is priced at its job's second result; one that reports once is not."""
+        return list(self._resume_prices)
+
+    @property
+    def start_shown(self) -> bool:
+        """Whether a start is known to cost: ``JobCosts.free_until_se`` is None, or the start
+        is given, or the resumes' mean price less ``free_until_se`` standard errors was above 0
+        (:meth:`resume_prices`; then for the rest of the run)."""
+        return self._start_shown
 
     @property
     def epoch_seconds(self) -> float | None:
@@ -229,14 +324,14 @@ class JobTimer:
         ``ceil(JobCosts.segment_factor x sqrt(start / epoch))``, at least 1, the start being a
         new trial's (``new``) or a resume's (:meth:`start_seconds_of`). 2 while no epoch has
         been timed (a job's second result times one; a one-epoch job would leave the costs
-        unknown) unless the start is given as free; 1 when the start is free or the factor
-        is 0."""
+        unknown) unless the start is given as free; 1 when the start is free, not shown to
+        cost yet (:attr:`start_shown`) or the factor is 0."""
         factor = self.costs.segment_factor
         epoch = self.epoch_seconds
         if factor > 0.0 and epoch is None and self.costs.start_seconds != 0.0:
             return 2  # no epoch timed yet: the job's second result times one
         start = self.start_seconds_of(NEW if new else RESUME)
-        if factor == 0.0 or not epoch or not start:
+        if factor == 0.0 or not epoch or not start or not self._start_shown:
             return 1
         # a relative tolerance: a factor of 3 and start = epoch is 3 epochs, not 4
         return max(1, math.ceil(factor * math.sqrt(start / epoch) * (1.0 - 1e-9)))
@@ -333,6 +428,10 @@ class JobTimer:
         return {
             "start_seconds_given": self.costs.start_seconds,
             "segment_factor": self.costs.segment_factor,
+            "free_until_se": self.costs.free_until_se,
+            "start_shown": self._start_shown,
+            "resume_prices": len(self._resume_prices),
+            "timed_resumes": self.timed_resumes_done,
             "epoch_seconds": self.epoch_seconds,
             "start_seconds": self.start_seconds,
             "new_start_seconds": self.start_seconds_of(NEW),

@@ -4,6 +4,9 @@ the report."""
 
 from __future__ import annotations
 
+#: the reason of a pause-and-resume that prices a job start (JobCosts.timed_resumes)
+TIME_RESUME = "time_resume"
+
 #: the rules a decision can be made by: what a free worker (or the reporting trial) gets next
 DECISION_REASONS = {
     "points_to_evaluate": "a configuration of points_to_evaluate, started first",
@@ -13,6 +16,7 @@ DECISION_REASONS = {
     "completion": "the completion of the leader (IncumbentCompletion)",
     "sh_promotion": "a successive-halving promotion (sh_probability)",
     "acquisition": "the highest acquisition value",
+    TIME_RESUME: "the trial paused and resumed at once to price a job start (JobCosts.timed_resumes)",
 }
 
 #: a free worker asked and got nothing

@@ -45,12 +45,13 @@ from syne_dyhpo.core import decision_log
 from syne_dyhpo.core.completion import IncumbentCompletion
 from syne_dyhpo.core.decision import Decision, DecisionKind, DecisionMaker
 from syne_dyhpo.core.depth_gate import DepthGate
-from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.job_costs import TIMED_RESUME_EPOCHS, JobTimer
 from syne_dyhpo.core.jobs import job_end, parse_result
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.offers import NewConfigOffers
 from syne_dyhpo.core.options import FreezeThawOptions, checked_instance
 from syne_dyhpo.core.policy import SurrogatePolicy
+from syne_dyhpo.core.reasons import TIME_RESUME
 from syne_dyhpo.core.restore import restore_tuner
 from syne_dyhpo.core.run_info import run_info
 from syne_dyhpo.core.trials import ResultAction, TrialLifecycle, check_epoch_within_max_t
@@ -204,7 +205,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             waiting = self._pending.pop(0)
             if waiting.kind is DecisionKind.RESUME and self._obs.trials[_resumed(waiting)].status.resumable:
                 self._log.carried_out(waiting)
-                return self._resume(self._obs.trials[_resumed(waiting)])
+                timed = waiting.reason == TIME_RESUME
+                return self._resume(self._obs.trials[_resumed(waiting)], segment_end=waiting.epoch if timed else None)
             if (
                 waiting.kind is DecisionKind.START
                 and self._new_trials_allowed
@@ -251,9 +253,30 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             if action is ResultAction.STOP and was_running:  # max_t, diverged, lost checkpoint
                 self._log.trial_ended(record.trial_id, record.last_epoch, record.status.value, started)
             return _ACTIONS[action]
-        answer = self._answer(record, self._decide(reporting=record, started=started))
+        if self._job_timer is not None and self._job_timer.wants_timed_resume(record.trial_id):
+            answer = self._pause_to_time_a_resume(record, started)
+        else:
+            answer = self._answer(record, self._decide(reporting=record, started=started))
         self._log.answered(answer, started)
         return answer
+
+    def _pause_to_time_a_resume(self, record: TrialRecord, started: float) -> str:
+        """Pauses the reporting trial at its segment end and resumes it first, for
+        ``TIMED_RESUME_EPOCHS`` epochs, so that the resume is priced
+        (:meth:`~syne_dyhpo.core.job_costs.JobTimer.wants_timed_resume`)."""
+        assert self._job_timer is not None
+        self._job_timer.timed_resume_given(record.trial_id)
+        decision = Decision.resume(
+            record.trial_id, epoch=min(record.last_epoch + TIMED_RESUME_EPOCHS, self.max_t), reason=TIME_RESUME
+        )
+        self._log.decided(decision, record, self._obs.trials, self.max_t, started)
+        return self._pause_and_queue_resume(record, decision)
+
+    def _pause_and_queue_resume(self, record: TrialRecord, decision: Decision) -> str:
+        """Pauses the reporting trial, whose resume (``decision``) goes first to a free worker."""
+        self._pending.insert(0, decision)
+        record.status = TrialStatus.PAUSED
+        return SchedulerDecision.PAUSE
 
     def _answer(self, record: TrialRecord, decision: Decision | None) -> str:
         """Carries out a decision made at the reporting trial's segment end: its answer."""
@@ -262,8 +285,8 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             if record.job_end > record.last_epoch:
                 return SchedulerDecision.CONTINUE
             # the job stops itself at its segment end: pause it and resume it right away
-            self._pending.insert(0, decision)
-        elif decision is not None:
+            return self._pause_and_queue_resume(record, decision)
+        if decision is not None:
             self._pending.append(decision)
         if record.status is TrialStatus.RETIRED:  # ranked hopeless: will never be resumed
             return SchedulerDecision.STOP
@@ -431,9 +454,13 @@ class FreezeThawScheduler(TrialScheduler, RemoveCheckpointsSchedulerMixin):
             config[self.max_resource_attr] = self._job_end(self._lifecycle.segment_end(None))
         return TrialSuggestion.start_suggestion(config)
 
-    def _resume(self, record: TrialRecord) -> TrialSuggestion:
+    def _resume(self, record: TrialRecord, segment_end: int | None = None) -> TrialSuggestion:
+        """:param segment_end: the epoch at which the trial is decided on next (None: the
+        lifecycle's segment for a job started now)"""
         # Syne Tune sends no callback for a resume: mark it running now (several free workers)
         self._lifecycle.resume(record)
+        if segment_end is not None:
+            record.segment_end = segment_end
         if self._job_timer is not None:
             self._job_timer.job_started(record.trial_id, record.last_epoch, record.encoded)
         record.job_end = self._job_end(record.segment_end)

@@ -45,6 +45,7 @@ REASON_COLOURS = {
     "acquisition": "#1f77b4",
     "completion": "#2ca02c",
     "sh_promotion": "#ff7f0e",
+    "time_resume": "#9467bd",
     "unknown": "#c7c7c7",
 }
 

@@ -40,19 +40,23 @@ def test_dyhpo_costs_learns_the_simulators_costs_and_keeps_winners_running(tmp_p
     assert base["scheduler_metadata"]["job_costs"] is None
     # today's default pauses a winning trial at each segment end and resumes it at once
     assert _pause_then_resume_of_the_same_trial(base_jobs) > 0 and base["starts_per_epoch"] >= 1.0
-    assert _pause_then_resume_of_the_same_trial(jobs) == 0
+    # only the two timed resumes of the first trial, which price a resume
+    assert _pause_then_resume_of_the_same_trial(jobs) == 2
     assert costs["starts_per_epoch"] < base["starts_per_epoch"]
     assert costs["epochs_in_budget"] > base["epochs_in_budget"]
     json.dumps(costs["scheduler_metadata"])  # the Tuner writes it as JSON
-    # the first job trains two epochs (its second result times one), every later start at least
-    # ceil(3 x sqrt(1 s / 1 s)) = 3 (a start of 1 s, epochs of 1 s)
+    # the first job trains two epochs (its second result times one), and so do its two timed
+    # resumes (a resume is priced at its second result); they show that a start costs (1 s, 1 s
+    # epochs), so every later start trains at least ceil(3 x sqrt(1 s / 1 s)) = 3
     spec = RunSpec("DyHPO-costs", source, GRU, 0, 100, 1, "wallclock", 1)
     log = pd.read_csv(run_dir(spec, tmp_path) / "decision_log.csv")
-    last_epoch: dict = {}  # each trial's last epoch reported before the row
+    last_epoch: dict = {}  # each trial's last epoch reported, up to the row's
     segments = []  # epochs each started or resumed job is given
     for row in log.itertuples():
-        if row.next in ("start", "resume"):
-            segments.append(row.next_epoch - last_epoch.get(row.next_trial_id, 0))
         if row.trial_id == row.trial_id:  # not NaN: a reporting trial
             last_epoch[row.trial_id] = row.epoch
-    assert segments[0] == 2 and len(segments) > 3 and min(segments[1:]) >= 3
+        if row.next in ("start", "resume"):
+            segments.append(row.next_epoch - last_epoch.get(row.next_trial_id, 0))
+    assert segments[:3] == [2, 2, 2] and len(segments) > 5 and min(segments[3:]) >= 3
+    assert costs["scheduler_metadata"]["job_costs"]["start_shown"]
+    assert (log["reason"] == "time_resume").sum() == 2

@@ -261,7 +261,7 @@ def test_epochs_a_paused_job_trained_on_are_lost_without_an_error_and_kept_missi
         lambda tid, c: 3.0 if tid == winner["id"] else 1.0,  # log EI 2 above: worth a resume's 3 epochs
         max_t=10,
         max_resource_attr="stop_at",
-        job_costs=JobCosts(),
+        job_costs=JobCosts(free_until_se=None),  # no timed resumes: trial 0 is decided on at epoch 2
         num_initial_random=1,
     )
     t0 = start(s, 0)
@@ -317,8 +317,10 @@ def test_start_segment_epochs_time_an_epoch_first_are_one_when_free_and_differ_f
     assert JobTimer(JobCosts(start_seconds=0)).start_segment_epochs(new=True) == 1
     assert JobTimer(JobCosts(segment_factor=0)).start_segment_epochs(new=True) == 1
     assert _timed(JobCosts(start_seconds=0)).start_segment_epochs(new=False) == 1
-    assert _timed(JobCosts()).start_segment_epochs(new=True) == 3  # learned: a 1 s start, a 1 s epoch
-    timer = _timed(JobCosts(segment_factor=1))
+    # learned: a 1 s start, a 1 s epoch; counted as free while no resume shows that it costs
+    assert _timed(JobCosts()).start_segment_epochs(new=True) == 1
+    assert _timed(JobCosts(free_until_se=None)).start_segment_epochs(new=True) == 3
+    timer = _timed(JobCosts(segment_factor=1, free_until_se=None))
     timer.job_started(0, last_epoch=2)  # a resume at 3 s whose first result comes at 7 s: 3 s start
     timer.on_result(0, 3, _sim(3, 7.0))
     assert timer.start_segment_epochs(new=True) == 1 and timer.start_segment_epochs(new=False) == 2
@@ -405,3 +407,104 @@ def test_the_completion_counts_a_new_trials_start_as_epochs_in_its_wait_for_firs
     # after = 9: nine first epochs with free starts; with a start of 2 s against an epoch of 1 s
     # each configuration counts 3 (its first epoch and its start), so three; with 8 s, one
     assert _configs_before_completion(JobCosts(start_seconds=start_seconds), after=9) == configs
+
+
+# ----- a start counts as free until resumes show that it costs ----------------------------------
+
+
+def _resume(timer, trial_id, last_epoch, at, first_epoch, second_epoch, start):
+    """Resumes the trial at simulated time ``at``; its job reports twice: after the start and
+    an epoch of ``first_epoch`` s, then after an epoch of ``second_epoch`` s."""
+    timer.on_result(99, 1, _sim(1, at))  # another trial's result: the clock is at ``at``
+    timer.job_started(trial_id, last_epoch=last_epoch)
+    timer.on_result(trial_id, last_epoch + 1, _sim(last_epoch + 1, at + start + first_epoch))
+    timer.on_result(trial_id, last_epoch + 2, _sim(last_epoch + 2, at + start + first_epoch + second_epoch))
+    timer.job_ended(trial_id)
+    return at + start + first_epoch + second_epoch
+
+
+def test_a_resume_is_priced_against_the_epochs_around_it_so_shrinking_epochs_cost_no_start():
+    # epochs shrink by 0.5 s each: 3, 2.5 | resumed (start 0): 2, 1.5
+    timer = JobTimer(JobCosts())
+    timer.job_started(0, last_epoch=0)
+    timer.on_result(0, 1, _sim(1, 3.0))
+    timer.on_result(0, 2, _sim(2, 5.5))
+    timer.job_ended(0)
+    now = _resume(timer, 0, 2, 5.5, 2.0, 1.5, start=0.0)
+    # the central difference: 2 - (2.5 + 1.5) / 2 = 0; the trial's mean epoch (2.0) gives 0
+    # here too, but the job's epochs alone would price it at 2 - 1.5 = 0.5
+    assert timer.resume_prices == [0.0]
+    # the same with a start of 1 s: priced at 1 s; the last epoch before this pause is 1.5 s
+    _resume(timer, 0, 4, now, 1.0, 0.5, start=1.0)
+    assert timer.resume_prices == pytest.approx([0.0, 1.0 + 1.0 - (1.5 + 0.5) / 2])
+    # JobCosts()' own price of a resume is unchanged: first-result seconds (2 s, 2 s) less the
+    # mean epoch timed (2.5, 1.5 and 0.5 s)
+    assert timer.start_seconds_of(RESUME) == pytest.approx(2.0 - 1.5)
+
+
+def test_the_start_counts_as_free_until_the_prices_are_above_0_at_free_until_se_standard_errors():
+    timer = _timed(JobCosts())  # a 1 s start and a 1 s epoch learned
+    now = 3.0
+    assert not timer.start_shown and timer.start_segment_epochs(new=False) == 1
+    now = _resume(timer, 0, 2, now, 1.0, 1.0, start=1.0)  # priced at 1.0
+    assert timer.resume_prices == [1.0] and not timer.start_shown  # one price has no standard error
+    now = _resume(timer, 0, 4, now, 1.0, 1.0, start=0.2)  # 1.0, 0.2: mean 0.6, se 0.4
+    assert not timer.start_shown and timer.start_segment_epochs(new=True) == 1
+    now = _resume(timer, 0, 6, now, 1.0, 1.0, start=1.0)  # mean 0.733, se 0.267: 0.2 > 0
+    assert timer.start_shown and timer.start_segment_epochs(new=True) == 3
+    for epoch in (8, 10, 12):  # free resumes later: the gate stays open for the rest of the run
+        now = _resume(timer, 0, epoch, now, 1.0, 1.0, start=0.0)
+    assert timer.start_shown and timer.metadata()["start_shown"] and timer.metadata()["resume_prices"] == 6
+    # a smaller margin opens at the second price; the learned start is used at once with None
+    loose = _timed(JobCosts(free_until_se=0.5))
+    now = _resume(loose, 0, 2, 3.0, 1.0, 1.0, start=1.0)
+    _resume(loose, 0, 4, now, 1.0, 1.0, start=0.2)
+    assert loose.start_shown
+    assert _timed(JobCosts(free_until_se=None)).start_shown
+
+
+def test_timed_resumes_are_wanted_of_the_first_trial_asking_and_not_with_a_given_start():
+    timer = JobTimer(JobCosts(timed_resumes=2))
+    assert timer.wants_timed_resume(3)
+    timer.timed_resume_given(3)
+    assert not timer.wants_timed_resume(0) and timer.wants_timed_resume(3)
+    timer.timed_resume_given(3)
+    assert not timer.wants_timed_resume(3) and timer.metadata()["timed_resumes"] == 2
+    for costs in (JobCosts(start_seconds=1.0), JobCosts(free_until_se=None), JobCosts(timed_resumes=0)):
+        assert not JobTimer(costs).wants_timed_resume(0)
+    assert JobTimer(JobCosts(start_seconds=1.0)).start_shown
+
+
+def test_the_scheduler_pauses_and_resumes_the_first_trial_twice_for_two_epochs_to_price_a_resume():
+    s = make(lambda tid, c: 2.0 if tid == 0 else 1.0, max_t=20, max_resource_attr="stop_at", job_costs=JobCosts())
+    t0 = start(s, 0)
+    assert t0.config["stop_at"] == 20  # the job runs to max_t
+    assert s.on_trial_result(t0, _sim(1, 3.0)) == D.CONTINUE  # nothing timed yet: two epochs
+    now = 5.0
+    for last in (2, 4):  # two timed resumes of two epochs each
+        assert s.on_trial_result(t0, _sim(last, now)) == D.PAUSE
+        s.on_trial_remove(t0)
+        sug = s.suggest()
+        assert sug.checkpoint_trial_id == 0 and s.observations.trials[0].segment_end == last + 2
+        assert s.on_trial_result(t0, _sim(last + 1, now + 3.0)) == D.CONTINUE  # a start of 1 s
+        now += 5.0
+    # the resumes were priced at 1 s each: a start costs, and trial 0 wins at its segment end
+    assert s.on_trial_result(t0, _sim(6, now)) == D.CONTINUE
+    timer_meta = s.metadata()["job_costs"]
+    assert timer_meta["timed_resumes"] == 2 and timer_meta["start_shown"]
+    log = s.decision_log()
+    timed = log[log["reason"] == "time_resume"]
+    assert timed["next_trial_id"].tolist() == [0, 0] and timed["next_epoch"].tolist() == [4, 6]
+    assert timed["action"].tolist() == ["PAUSE", "PAUSE"] and timed["next"].tolist() == ["resume", "resume"]
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, "2", True])
+def test_a_bad_free_until_se_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match=re.escape("JobCosts.free_until_se")):
+        JobCosts(free_until_se=bad)
+
+
+@pytest.mark.parametrize("bad", [-1, 1.5, "2", True, None])
+def test_a_bad_timed_resumes_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match=re.escape("JobCosts.timed_resumes")):
+        JobCosts(timed_resumes=bad)

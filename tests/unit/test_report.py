@@ -182,3 +182,4 @@ def test_every_decision_reason_has_its_own_colour_and_every_choice_is_a_reason()
     colours = [REASON_COLOURS[r] for r in DECISION_REASONS]
     assert len(set(colours)) == len(colours) and REASON_COLOURS["unknown"] not in colours
     assert set(CHOICE_REASONS) <= set(REASONS) and set(CHOICE_REASONS) == {*DECISION_REASONS, "nothing_left"}
+    assert "time_resume" in CHOICE_REASONS
