@@ -36,7 +36,7 @@ from benchmarks.report import (
     to_markdown,
     wallclock_long_table,
 )
-from benchmarks.results import _as_families
+from benchmarks.results import _as_families, _p, _pct
 from benchmarks.wallclock import PROTOCOLS, WALLCLOCK
 
 #: columns that name a cell (a row of the output) besides the method
@@ -60,10 +60,8 @@ def _long(folder: str, protocol: str, fractions: Sequence[float]) -> pd.DataFram
 
 
 def _mean_p(pairs: pd.DataFrame) -> str:
-    test = signed_rank_test(pairs["new"], pairs["base"])
-    p = test["p"]
-    p_text = "-" if np.isnan(p) else (f"{p:.2g}" if p >= 0.001 else "<0.001")
-    return f"{pairs['base'].mean():.3f} -> {pairs['new'].mean():.3f} (p {p_text})"
+    p = signed_rank_test(pairs["new"], pairs["base"])["p"]
+    return f"{pairs['base'].mean():.3f} -> {pairs['new'].mean():.3f} (p {_p(p)})"
 
 
 def selected(
@@ -118,7 +116,7 @@ def paired_table(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         for column, kind in REGRET_KINDS.items():
             for f, gf in g.groupby("budget_point", sort=True):
                 pairs = gf[[f"{column}_base", f"{column}_new"]].set_axis(["base", "new"], axis=1).dropna()
-                row[f"{kind} {int(round(100 * f))} %"] = _mean_p(pairs) if len(pairs) else "-"
+                row[f"{kind} {_pct(f)}"] = _mean_p(pairs) if len(pairs) else "-"
         end = g[g["budget_point"] == g["budget_point"].max()]
         if end["starts_per_epoch_base"].notna().any() and g["budget_point"].max() == last:
             row["job starts per epoch"] = (
@@ -144,8 +142,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if (args.base_method is None) != (args.new_method is None):
         p.error("--base-method and --new-method go together")
-    base, new = selected(_long(args.base, args.protocol, FRACTIONS), _long(args.new, args.protocol, FRACTIONS),
-                         args.base_method, args.new_method, args.methods, args.seeds)
+    base = _long(args.base, args.protocol, FRACTIONS)
+    new = base if args.new == args.base else _long(args.new, args.protocol, FRACTIONS)
+    base, new = selected(base, new, args.base_method, args.new_method, args.methods, args.seeds)
     table = paired_table(base, new)
     if table.empty:
         print("no pairs: no (task, seed) of the same method, family, workers and start delay in both", file=sys.stderr)

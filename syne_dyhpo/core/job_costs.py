@@ -119,28 +119,18 @@ class JobCosts:
     timed_resumes: int = 2
 
     def __post_init__(self) -> None:
-        if self.start_seconds is not None:
-            object.__setattr__(
-                self,
-                "start_seconds",
-                checked_number(
-                    "JobCosts.start_seconds", self.start_seconds, 0.0, np.finfo(float).max,
-                    "a finite number >= 0 or None (learned)",
-                ),
-            )
+        for field, expected in (
+            ("start_seconds", "a finite number >= 0 or None (learned)"),
+            ("free_until_se", "a finite number >= 0 or None (the learned start is used at once)"),
+        ):
+            value = getattr(self, field)
+            if value is not None:
+                checked = checked_number(f"JobCosts.{field}", value, 0.0, np.finfo(float).max, expected)
+                object.__setattr__(self, field, checked)
         factor = checked_number(
             "JobCosts.segment_factor", self.segment_factor, 0.0, np.finfo(float).max, "a finite number >= 0"
         )
         object.__setattr__(self, "segment_factor", factor)
-        if self.free_until_se is not None:
-            object.__setattr__(
-                self,
-                "free_until_se",
-                checked_number(
-                    "JobCosts.free_until_se", self.free_until_se, 0.0, np.finfo(float).max,
-                    "a finite number >= 0 or None (the learned start is used at once)",
-                ),
-            )
         object.__setattr__(self, "timed_resumes", checked_integer("JobCosts.timed_resumes", self.timed_resumes, 0))
 
 
