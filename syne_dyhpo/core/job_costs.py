@@ -55,7 +55,11 @@ and its price is paid before the first epoch. With :class:`JobCosts` passed to t
    segment end ``timed_resumes`` times, two epochs each (decision reason ``time_resume``).
    A given ``start_seconds`` is used at once, without timed resumes. This keeps a run whose
    starts are free close to the papers' schedule (one-epoch segments), where the learned
-   start, a small difference of noisy times, would otherwise often come out above 0.
+   start, a small difference of noisy times, would otherwise often come out above 0. A new
+   trial's start of at least ``new_start_shows_at`` epochs opens the gate at once, without
+   timed resumes: a slow first epoch explains a new trial's start of an epoch or a few
+   (LCBench's first epochs, which resumes do not pay), not one of many, and each timed resume
+   costs a start (two of ten epochs are twenty epochs' time with one worker).
 
 The clock of a result is Syne Tune's simulated time ``st_tuner_time`` when the result has it
 (the simulator adds it to every result, and the decisions happen at the time of the last
@@ -111,17 +115,25 @@ class JobCosts:
         reaches a segment end, two epochs each, to price resumes early (an integer >= 0;
         default 2, the fewest a standard error needs; used with ``free_until_se`` and a
         learned start)
+    :param new_start_shows_at: a new trial's learned start (:meth:`JobTimer.start_seconds_of`)
+        of at least this many epochs (:attr:`JobTimer.epoch_seconds`) shows that a start costs,
+        as the resumes' prices do for ``free_until_se``, so the timed resumes not yet given are
+        skipped (a finite number >= 0; default 5: a slow first epoch reaches it in some runs
+        whose starts are free, docs/deviations.md). None: only resumes show it (the rule of
+        the gate alone)
     """
 
     start_seconds: float | None = None
     segment_factor: float = 3.0
     free_until_se: float | None = 2.0
     timed_resumes: int = 2
+    new_start_shows_at: float | None = 5.0
 
     def __post_init__(self) -> None:
         for field, expected in (
             ("start_seconds", "a finite number >= 0 or None (learned)"),
             ("free_until_se", "a finite number >= 0 or None (the learned start is used at once)"),
+            ("new_start_shows_at", "a finite number >= 0 or None (only resumes show that a start costs)"),
         ):
             value = getattr(self, field)
             if value is not None:
@@ -171,6 +183,7 @@ class JobTimer:
         self._last_epoch_seconds: dict[int, float] = {}  # per trial: seconds of its last epoch timed
         self._resume_prices: list[float] = []  # each priced resume's start (see resume_prices)
         self._start_shown = costs.free_until_se is None or costs.start_seconds is not None
+        self._shown_by: str | None = None  # what showed that a start costs (see shown_by)
         self.timed_trial: int | None = None  # the trial paused and resumed to time resumes
         self.timed_resumes_done = 0
 
@@ -223,6 +236,15 @@ class JobTimer:
             if not job.new and not job.priced and job.first_result is not None:
                 self._price_resume(job, epoch_seconds)
         job.last_epoch, job.last_time = epoch, now
+        if not self._start_shown and self.costs.new_start_shows_at is not None:
+            self._show_by_new_start()
+
+    def _show_by_new_start(self) -> None:
+        """Opens the gate of ``JobCosts.free_until_se`` when a new trial's learned start is at
+        least ``JobCosts.new_start_shows_at`` epochs."""
+        new_start, epoch = self.start_seconds_of(NEW), self.epoch_seconds
+        if new_start is not None and epoch and new_start >= self.costs.new_start_shows_at * epoch:  # type: ignore[operator]
+            self._start_shown, self._shown_by = True, "new_start"
 
     def _price_resume(self, job: _Job, second_epoch: float) -> None:
         """Prices a resume at its job's second result (see :meth:`resume_prices`), and opens
@@ -236,7 +258,8 @@ class JobTimer:
         prices = np.asarray(self._resume_prices)
         standard_error = prices.std(ddof=1) / math.sqrt(len(prices))
         margin = self.costs.free_until_se or 0.0
-        self._start_shown = bool(prices.mean() - margin * standard_error > 0.0)
+        if prices.mean() - margin * standard_error > 0.0:
+            self._start_shown, self._shown_by = True, "resumes"
 
     def _result_time(self, result: dict[str, Any]) -> tuple[float, bool]:
         """The result's time, and whether it is simulated time."""
@@ -279,8 +302,17 @@ class JobTimer:
     def start_shown(self) -> bool:
         """Whether a start is known to cost: ``JobCosts.free_until_se`` is None, or the start
         is given, or the resumes' mean price less ``free_until_se`` standard errors was above 0
-        (:meth:`resume_prices`; then for the rest of the run)."""
+        (:meth:`resume_prices`), or a new trial's learned start was at least
+        ``JobCosts.new_start_shows_at`` epochs; then for the rest of the run. :attr:`shown_by`
+        says which of the last two (None: neither)."""
         return self._start_shown
+
+    @property
+    def shown_by(self) -> str | None:
+        """What showed that a learned start costs: ``"resumes"`` (their prices) or
+        ``"new_start"`` (``JobCosts.new_start_shows_at``); None while nothing has, or when the
+        gate is off or the start given."""
+        return self._shown_by
 
     @property
     def epoch_seconds(self) -> float | None:
@@ -420,6 +452,7 @@ class JobTimer:
             "segment_factor": self.costs.segment_factor,
             "free_until_se": self.costs.free_until_se,
             "start_shown": self._start_shown,
+            "shown_by": self._shown_by,
             "resume_prices": len(self._resume_prices),
             "timed_resumes": self.timed_resumes_done,
             "epoch_seconds": self.epoch_seconds,

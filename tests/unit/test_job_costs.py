@@ -498,6 +498,52 @@ def test_the_scheduler_pauses_and_resumes_the_first_trial_twice_for_two_epochs_t
     assert timed["action"].tolist() == ["PAUSE", "PAUSE"] and timed["next"].tolist() == ["resume", "resume"]
 
 
+@pytest.mark.parametrize(
+    "start, shows_at, shown, segment",
+    [(10.0, 5.0, True, 10), (5.0, 5.0, True, 7), (4.0, 5.0, False, 1), (10.0, None, False, 1), (0.5, 0.0, True, 3)],
+)
+def test_a_new_trials_start_of_new_start_shows_at_epochs_opens_the_gate_without_timed_resumes(
+    start, shows_at, shown, segment
+):
+    timer = JobTimer(JobCosts(new_start_shows_at=shows_at))
+    timer.job_started(0, last_epoch=0)
+    timer.on_result(0, 1, _sim(1, start + 1.0))  # a start of ``start`` s and an epoch of 1 s
+    assert not timer.start_shown  # no epoch timed yet
+    timer.on_result(0, 2, _sim(2, start + 2.0))
+    assert timer.epoch_seconds == 1.0 and timer.start_seconds_of(NEW) == pytest.approx(start)
+    assert timer.start_shown == shown and timer.wants_timed_resume(0) == (not shown)
+    assert timer.shown_by == ("new_start" if shown else None) and timer.metadata()["shown_by"] == timer.shown_by
+    # ceil(3 x sqrt(start / epoch)) once shown, one epoch before
+    assert timer.start_segment_epochs(new=False) == segment
+
+
+def test_resumes_that_show_a_cost_are_named_as_what_opened_the_gate():
+    timer = _timed(JobCosts(new_start_shows_at=5.0))  # a 1 s start: below 5 epochs
+    assert not timer.start_shown and timer.shown_by is None
+    now = _resume(timer, 0, 2, 3.0, 1.0, 1.0, start=1.0)
+    _resume(timer, 0, 4, now, 1.0, 1.0, start=1.0)
+    assert timer.start_shown and timer.shown_by == "resumes"
+    assert _timed(JobCosts(free_until_se=None)).shown_by is None  # the gate off: nothing to show
+
+
+def test_the_scheduler_skips_the_timed_resumes_when_a_new_trials_start_is_many_epochs():
+    s = make(lambda tid, c: 2.0 if tid == 0 else 1.0, max_t=20, max_resource_attr="stop_at",
+             job_costs=JobCosts())  # the default: new_start_shows_at=5
+    t0 = start(s, 0)
+    assert s.on_trial_result(t0, _sim(1, 11.0)) == D.CONTINUE  # a start of 10 s, an epoch of 1 s
+    # timed at the second result: the start shows, so trial 0 is not paused to time a resume
+    # and, winning, keeps running
+    assert s.on_trial_result(t0, _sim(2, 12.0)) == D.CONTINUE
+    log = s.decision_log()
+    assert "time_resume" not in set(log["reason"]) and s.metadata()["job_costs"]["shown_by"] == "new_start"
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, "5", True])
+def test_a_bad_new_start_shows_at_is_refused_naming_it(bad):
+    with pytest.raises(ValueError, match=re.escape("JobCosts.new_start_shows_at")):
+        JobCosts(new_start_shows_at=bad)
+
+
 @pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf, "2", True])
 def test_a_bad_free_until_se_is_refused_naming_it(bad):
     with pytest.raises(ValueError, match=re.escape("JobCosts.free_until_se")):
