@@ -236,14 +236,17 @@ class JobTimer:
             if not job.new and not job.priced and job.first_result is not None:
                 self._price_resume(job, epoch_seconds)
         job.last_epoch, job.last_time = epoch, now
-        if not self._start_shown and self.costs.new_start_shows_at is not None:
+        if not self._start_shown:
             self._show_by_new_start()
 
     def _show_by_new_start(self) -> None:
         """Opens the gate of ``JobCosts.free_until_se`` when a new trial's learned start is at
         least ``JobCosts.new_start_shows_at`` epochs."""
+        shows_at = self.costs.new_start_shows_at
+        if shows_at is None:
+            return
         new_start, epoch = self.start_seconds_of(NEW), self.epoch_seconds
-        if new_start is not None and epoch and new_start >= self.costs.new_start_shows_at * epoch:  # type: ignore[operator]
+        if new_start is not None and epoch and new_start >= shows_at * epoch:
             self._start_shown, self._shown_by = True, "new_start"
 
     def _price_resume(self, job: _Job, second_epoch: float) -> None:
