@@ -98,6 +98,24 @@ def test_worst_task_counts_the_tasks_over_the_limit():
     assert results.worst_tasks(partial).set_index("method").loc["DyHPO", "anytime > 1.5x"] == "1/3"
 
 
+def test_the_wallclock_target_counts_a_task_only_when_it_is_also_over_by_the_margin():
+    one = dict(tasks=("t1", "t2", "t3"), seeds=(0,))
+    rows = _rows("LCBench", 1, "ASHA", [0.0, 0.004, 0.1], **one)
+    rows += _rows("LCBench", 1, "BOHB", [0.2, 0.2, 0.2], **one)
+    # DyHPO-costs: inf on t1 but 0.008 above 0; 3x on t2 but 0.008 above; 1.6x and 0.06 above on t3
+    rows += _rows("LCBench", 1, "DyHPO-costs", [0.008, 0.012, 0.16], **one)
+    long = pd.DataFrame(rows)
+    assert results.CATASTROPHE_MARGIN == 0.01
+    ratio_alone = results.worst_tasks(long).set_index("method")
+    assert ratio_alone.loc["DyHPO-costs", "anytime > 1.5x"] == "3/3"
+    table = results.worst_tasks(long, margin=results.CATASTROPHE_MARGIN).set_index("method")
+    assert table.loc["DyHPO-costs", "anytime > 1.5x and +0.01"] == "1/3"
+    assert table.loc["DyHPO-costs", "anytime worst"] == "infx (t1: 0.008 vs 0.000)"  # the ratio still ranks
+    timed = long.assign(start_delay=1.0, epochs=100, starts_per_epoch=0.2)
+    sections = "\n\n".join(results.wallclock_sections(timed, "R"))
+    assert "| LCBench | 1 | DyHPO-costs | infx (t1: 0.008 vs 0.000) | 1/3 |" in sections
+
+
 def test_a_reference_run_again_is_held_to_the_same_target():
     one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
     # means per task: ASHA 0.1, 0.1, 0.3; BOHB 0.2, 0.05, 0.3
