@@ -110,10 +110,12 @@ def test_the_wallclock_target_counts_a_task_only_when_it_is_also_over_by_the_mar
     assert ratio_alone.loc["DyHPO-costs", "anytime > 1.5x"] == "3/3"
     table = results.worst_tasks(long, margin=results.CATASTROPHE_MARGIN).set_index("method")
     assert table.loc["DyHPO-costs", "anytime > 1.5x and +0.01"] == "1/3"
-    assert table.loc["DyHPO-costs", "anytime worst"] == "infx (t1: 0.008 vs 0.000)"  # the ratio still ranks
+    assert ratio_alone.loc["DyHPO-costs", "anytime worst"] == "infx (t1: 0.008 vs 0.000)"
+    # with the margin, a task over the target ranks above any ratio that is not over it
+    assert table.loc["DyHPO-costs", "anytime worst"] == "1.60x (t3: 0.160 vs 0.100)"
     timed = long.assign(start_delay=1.0, epochs=100, starts_per_epoch=0.2)
     sections = "\n\n".join(results.wallclock_sections(timed, "R"))
-    assert "| LCBench | 1 | DyHPO-costs | infx (t1: 0.008 vs 0.000) | 1/3 |" in sections
+    assert "| LCBench | 1 | DyHPO-costs | 1.60x (t3: 0.160 vs 0.100) | 1/3 |" in sections
 
 
 def test_a_reference_run_again_is_held_to_the_same_target():
