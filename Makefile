@@ -67,8 +67,10 @@ benchmark: setup
 # The wall-clock protocol (benchmarks/wallclock.py): the budget is simulated time and every job start
 # or resume costs 0, 1 and 10 median epoch times, on the development tasks (hours on 2 cores;
 # finished runs are reused; WALLCLOCK_SEEDS, _WORKERS, _DELAYS, _METHODS run a part of the grid);
+# then seeds 5-9 at a delay of 0 on the tasks over issue 50's target there (--list-tasks-over);
 # writes $(WALLCLOCK_DIR)/wallclock.md and the wall-clock section of benchmarks/RESULTS.md (the
 # whole file when the epoch grid's runs are there too). DEV as for `make benchmark`
+WALLCLOCK_MORE_SEEDS_DIR ?= results/wallclock-more-seeds
 WALLCLOCK_SEEDS ?= 0 1 2 3 4
 WALLCLOCK_WORKERS ?= 1 4
 WALLCLOCK_DELAYS ?= 0 1 10
@@ -79,7 +81,13 @@ benchmark-wallclock: setup
 		--data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset $(DEV)/taskset-extra \
 		--methods $(WALLCLOCK_METHODS) --seeds $(WALLCLOCK_SEEDS) --n-workers $(WALLCLOCK_WORKERS) --n-jobs 2 \
 		--results-dir $(WALLCLOCK_DIR)
+	tasks="$$($(BIN)/python -m benchmarks.results --wallclock $(WALLCLOCK_DIR) --list-tasks-over --start-delay 0)"; \
+	test -z "$$tasks" || $(BIN)/python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 \
+		--data $(DEV)/lcbench $(DEV)/lcbench-extra $(DEV)/taskset $(DEV)/taskset-extra --tasks $$tasks \
+		--methods $(WALLCLOCK_METHODS) --seeds 5 6 7 8 9 --n-workers $(WALLCLOCK_WORKERS) --n-jobs 2 \
+		--results-dir $(WALLCLOCK_MORE_SEEDS_DIR)
+	more="$$(test -d $(WALLCLOCK_MORE_SEEDS_DIR) && echo --wallclock-more-seeds $(WALLCLOCK_MORE_SEEDS_DIR))"; \
 	if test -d $(RESULTS_DIR); then $(BIN)/python -m benchmarks.results $(RESULTS_DIR) --out benchmarks/RESULTS.md \
 		--figures benchmarks/figures --reseeded $(RESEEDED_DIR) \
-		$$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) --wallclock $(WALLCLOCK_DIR); \
-	else $(BIN)/python -m benchmarks.results --out benchmarks/RESULTS.md --wallclock $(WALLCLOCK_DIR); fi
+		$$(test -d $(MORE_SEEDS_DIR) && echo --more-seeds $(MORE_SEEDS_DIR)) --wallclock $(WALLCLOCK_DIR) $$more; \
+	else $(BIN)/python -m benchmarks.results --out benchmarks/RESULTS.md --wallclock $(WALLCLOCK_DIR) $$more; fi

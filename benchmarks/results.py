@@ -2,8 +2,10 @@
 
     PYTHONPATH=. python -m benchmarks.results RESULTS_DIR \\
         [--out benchmarks/RESULTS.md] [--figures benchmarks/figures] \\
-        [--reseeded RESEEDED_DIR] [--more-seeds MORE_SEEDS_DIR] [--wallclock WALLCLOCK_DIR]
+        [--reseeded RESEEDED_DIR] [--more-seeds MORE_SEEDS_DIR] [--wallclock WALLCLOCK_DIR] \\
+        [--wallclock-more-seeds WALLCLOCK_MORE_SEEDS_DIR]
     PYTHONPATH=. python -m benchmarks.results RESULTS_DIR --list-tasks-over
+    PYTHONPATH=. python -m benchmarks.results --wallclock WALLCLOCK_DIR --list-tasks-over [--start-delay 0]
 
 Everything in the written file comes from the finished runs under ``RESULTS_DIR`` (the
 ``run.json``, ``results.csv.gz`` and, where there is one, ``decision_log.csv`` of each,
@@ -12,7 +14,8 @@ running) is reported as far as it goes, and the section "Runs" says which cells 
 LCBench's two data folders (``lcbench``, ``lcbench-extra``) are one family in every table and
 figure, and so are TaskSet's (``taskset``, ``taskset-extra``). Runs of the wall-clock protocol
 (:mod:`benchmarks.wallclock`) never enter the epoch protocol's sections; ``--wallclock`` adds
-their own section, one table per start delay.
+their own section, one table per start delay, and ``--wallclock-more-seeds`` the tasks over its
+target there compared again with more seeds.
 """
 
 from __future__ import annotations
@@ -123,7 +126,14 @@ WALLCLOCK_COMMAND = """\
 PYTHONPATH=. python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 1 10 \\
     --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset $DEV/taskset-extra \\
     --methods ASHA BOHB DyHPO DeepPowerLaw DyHPO-costs DeepPowerLaw-costs \\
-    --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/wallclock"""
+    --seeds 0 1 2 3 4 --n-workers 1 4 --n-jobs 2 --results-dir results/wallclock
+# seeds 5-9 at a delay of 0 on the tasks over the target there
+PYTHONPATH=. python benchmarks/run_benchmarks.py --protocol wallclock --start-delay 0 \\
+    --data $DEV/lcbench $DEV/lcbench-extra $DEV/taskset $DEV/taskset-extra \\
+    --tasks $(PYTHONPATH=. python -m benchmarks.results --wallclock results/wallclock \\
+              --list-tasks-over --start-delay 0) \\
+    --methods ASHA BOHB DyHPO DeepPowerLaw DyHPO-costs DeepPowerLaw-costs \\
+    --seeds 5 6 7 8 9 --n-workers 1 4 --n-jobs 2 --results-dir results/wallclock-more-seeds"""
 
 WALLCLOCK_PROTOCOL = """\
 - **Budget:** simulated wall-clock time, the epoch budget (20 x max fidelity) times the task's
@@ -605,38 +615,55 @@ def split_seed_worst_tasks(long: pd.DataFrame, methods: Sequence[str] = OURS + R
     return pd.concat(tables, ignore_index=True) if tables else pd.DataFrame()
 
 
-def _task_cells_over(last: pd.DataFrame, limit: float, references: Sequence[str]):
+def _task_cells_over(
+    last: pd.DataFrame,
+    limit: float,
+    references: Sequence[str],
+    margin: float = 0.0,
+    methods: Sequence[str] = OURS,
+):
     """The task-cells over the worst-task target: ``(family, workers, method, regret column,
-    regret kind, task, mean, reference mean, references run there)`` for each method of
-    :data:`OURS` whose mean regret on a task is over ``limit`` times the better reference's there
-    (``last``: the rows of the full budget), ordered by family, workers, method (as in
-    :data:`OURS`), regret (as in :data:`REGRET_KINDS`) and task."""
+    regret kind, task, mean, reference mean, references run there)`` for each of ``methods``
+    whose mean regret on a task is over ``limit`` times the better reference's there and more
+    than ``margin`` above it (``last``: the rows of the full budget), ordered by family,
+    workers, method (as in ``methods``), regret (as in :data:`REGRET_KINDS`) and task."""
     means = last.groupby(["benchmark", "n_workers", "method", "task"])[list(REGRET_KINDS)].mean()
     for (family, n_workers), cell in means.groupby(level=[0, 1], sort=True):
         cell = cell.droplevel([0, 1])
         # each task's means by method, and the references run on it
         by_task = {task: cell.xs(task, level=1) for task in cell.index.get_level_values(1).unique()}
         refs = {task: [r for r in references if r in on_task.index] for task, on_task in by_task.items()}
-        for m in (m for m in OURS if m in cell.index.get_level_values(0)):
+        for m in (m for m in methods if m in cell.index.get_level_values(0)):
             for col, kind in REGRET_KINDS.items():
                 for task in sorted(cell.loc[m].index):
                     if not refs[task]:
                         continue
                     mine, ref = by_task[task].loc[m, col], by_task[task].loc[refs[task], col].min()
-                    if _over(mine, ref, limit):
+                    if _over(mine, ref, limit, margin):
                         yield family, n_workers, m, col, kind, task, mine, ref, refs[task]
 
 
-def tasks_over(long: pd.DataFrame, limit: float = RATIO_LIMIT, references: Sequence[str] = REFERENCES) -> list[str]:
-    """The tasks where a method of :data:`OURS` is over the worst-task target in some cell (family,
+def tasks_over(
+    long: pd.DataFrame,
+    limit: float = RATIO_LIMIT,
+    references: Sequence[str] = REFERENCES,
+    margin: float = 0.0,
+    methods: Sequence[str] = OURS,
+) -> list[str]:
+    """The tasks where one of ``methods`` is over the worst-task target in some cell (family,
     workers) and regret at the full budget: the tasks to run again with more seeds
     (:func:`tasks_over_on_more_seeds`).
 
     :param long: :func:`~benchmarks.report.long_table` of the grid, families as ``benchmark``
+    :param limit: the ratio a task may reach (default :data:`RATIO_LIMIT`)
+    :param references: the methods whose better mean on a task is the reference
+    :param margin: a task is over only when also more than this above the reference mean (0: the
+        ratio alone; the wall-clock protocol's target: :data:`CATASTROPHE_MARGIN`)
+    :param methods: the methods held to the target (default :data:`OURS`)
     :return: their names, sorted
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
-    return sorted({cell[5] for cell in _task_cells_over(last, limit, references)})
+    return sorted({cell[5] for cell in _task_cells_over(last, limit, references, margin, methods)})
 
 
 def tasks_over_on_more_seeds(
@@ -644,18 +671,23 @@ def tasks_over_on_more_seeds(
     more: pd.DataFrame,
     limit: float = RATIO_LIMIT,
     references: Sequence[str] = REFERENCES,
+    margin: float = 0.0,
+    methods: Sequence[str] = OURS,
 ) -> pd.DataFrame:
     """
     The tasks over the worst-task target on the grid's seeds, again on all the seeds there are:
-    per (family, workers, method of :data:`OURS`, regret) and task where the method's mean
-    regret at the full budget is over ``limit`` times the better reference's in ``long``, the
-    same comparison on the seeds of ``long`` and ``more`` together where the method and every
-    reference ran, with the paired test against the better reference there.
+    per (family, workers, one of ``methods``, regret) and task where the method's mean regret
+    at the full budget is over ``limit`` times the better reference's in ``long`` (and more than
+    ``margin`` above it), the same comparison on the seeds of ``long`` and ``more`` together
+    where the method and every reference ran, with the paired test against the better
+    reference there.
 
     :param long: :func:`~benchmarks.report.long_table` of the grid, families as ``benchmark``
     :param more: the same methods run with other seeds (on some tasks), in the layout of ``long``
     :param limit: the ratio a task may reach (default :data:`RATIO_LIMIT`)
     :param references: the methods whose better mean on a task is the reference
+    :param margin: as in :func:`tasks_over`
+    :param methods: the methods held to the target (default :data:`OURS`)
     :return: columns family, workers, method, regret, task, ``grid`` (``ratio x (mean vs
         reference mean)`` on the grid's seeds), ``seeds`` (how many are compared now),
         ``all seeds`` (``ratio x (mean vs REFERENCE mean)``), ``W/T/L, p`` (of the method
@@ -670,7 +702,8 @@ def tasks_over_on_more_seeds(
         raise ValueError(f"more: runs already in the grid, e.g. {twice.iloc[0].to_dict()}")
     both = pd.concat([last, extra], ignore_index=True)
     rows = []
-    for family, n_workers, m, col, kind, task, grid_mine, grid_ref, refs in _task_cells_over(last, limit, references):
+    cells = _task_cells_over(last, limit, references, margin, methods)
+    for family, n_workers, m, col, kind, task, grid_mine, grid_ref, refs in cells:
         on_task = both[(both["benchmark"] == family) & (both["n_workers"] == n_workers) & (both["task"] == task)]
         # the seeds where the method and every reference ran
         runs = on_task.pivot_table(index="seed", columns="method", values=col, aggfunc="first")[[m, *refs]].dropna()
@@ -688,7 +721,9 @@ def tasks_over_on_more_seeds(
                 "seeds": len(runs),
                 "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
                 "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
-                f"over {limit:g}x": "yes" if _over(mine, ref, limit) else "no",
+                f"over {limit:g}x" + (f" and +{margin:g}" if margin else ""): (
+                    "yes" if _over(mine, ref, limit, margin) else "no"
+                ),
             }
         )
     return pd.DataFrame(rows)
@@ -767,15 +802,44 @@ def wallclock_table(long: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
+def ours_in(long: pd.DataFrame) -> list[str]:
+    """The methods of ``long`` that are ours, variants included (named after one of :data:`OURS`)."""
+    names = long["method"].unique()
+    return method_order([m for m in names if m.startswith(OURS) and m not in REFERENCES], OURS, REFERENCES)
+
+
+def wallclock_tasks_over(long: pd.DataFrame, start_delays: Sequence[float] | None = None) -> list[str]:
+    """The tasks where one of ours, variants included, is over the wall-clock target
+    (:func:`tasks_over` with :data:`CATASTROPHE_MARGIN`) at one of ``start_delays`` (None: any
+    delay run): the tasks to run again with more seeds.
+
+    :param long: :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark``
+    :param start_delays: The start delays looked at
+    :return: their names, sorted
+    """
+    tasks: set[str] = set()
+    for delay, g in long.groupby("start_delay", sort=True):
+        if start_delays is None or any(np.isclose(delay, d) for d in start_delays):
+            tasks.update(tasks_over(g, margin=CATASTROPHE_MARGIN, methods=ours_in(g)))
+    return sorted(tasks)
+
+
+def wallclock_sections(
+    long: pd.DataFrame,
+    results_dir: str,
+    more_seeds: tuple[str, pd.DataFrame] | None = None,
+) -> list[str]:
     """
     The markdown of the wall-clock protocol: its protocol, then per start delay the means
     (:func:`wallclock_table`), each of ours, variants included, against the better of ASHA
-    and BOHB (:func:`headline_tests`), and their worst tasks (:func:`worst_tasks` with
-    :data:`CATASTROPHE_MARGIN`).
+    and BOHB (:func:`headline_tests`), their worst tasks (:func:`worst_tasks` with
+    :data:`CATASTROPHE_MARGIN`) and, where ``more_seeds`` has runs at that delay, the tasks over
+    that target compared again on all seeds (:func:`tasks_over_on_more_seeds`).
 
     :param long: :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark``
     :param results_dir: The folder of its runs (named in the text)
+    :param more_seeds: The folder of runs of the same protocol with other seeds on the tasks
+        over the target (:func:`wallclock_tasks_over`) and their long table (None: none)
     :return: Sections, to be joined by blank lines
     """
     n_runs = len(long.drop_duplicates(["start_delay", "benchmark", "n_workers", "method", "task", "seed"]))
@@ -803,6 +867,22 @@ def wallclock_sections(long: pd.DataFrame, results_dir: str) -> list[str]:
                 f"task counts as over only when its mean is over {RATIO_LIMIT:g}x the better "
                 f"reference's there and more than {CATASTROPHE_MARGIN:g} above it (tasks over / "
                 "tasks compared).\n\n" + to_markdown(worst)
+            )
+        more = None if more_seeds is None else more_seeds[1]
+        if more is not None and np.isclose(more["start_delay"], delay).any():
+            over = tasks_over_on_more_seeds(
+                g,
+                more[np.isclose(more["start_delay"], delay)],
+                margin=CATASTROPHE_MARGIN,
+                methods=ours_in(g),
+            )
+            parts.append(
+                "The task-cells over that target, compared again on the seeds above and those "
+                f"under `{more_seeds[0]}` together (the seeds where the method and both references "
+                "ran): the ratio on the seeds above, the seeds compared now, the ratio on them "
+                "against the better reference there, and the paired test against it (W/T/L: "
+                "pairs where ours is lower / tied / higher).\n\n"
+                + (to_markdown(over) if not over.empty else "(no task is over the target)")
             )
     return parts
 
@@ -862,6 +942,7 @@ def render(
     reseeded: pd.DataFrame | None = None,
     more_seeds: pd.DataFrame | None = None,
     wallclock: tuple[str, pd.DataFrame] | None = None,
+    wallclock_more_seeds: tuple[str, pd.DataFrame] | None = None,
 ) -> str:
     """The markdown of RESULTS.md (see :func:`main`).
 
@@ -874,6 +955,8 @@ def render(
     :param wallclock: The folder of runs of the wall-clock protocol and their
         :func:`~benchmarks.report.wallclock_long_table` with families as ``benchmark`` (None:
         no such section)
+    :param wallclock_more_seeds: The folder of wall-clock runs with other seeds on the tasks
+        over its target and their long table (None: none; :func:`wallclock_sections`)
     """
     runs_table, missing = completeness(long, runs)
     tasks = long.drop_duplicates(["benchmark", "task"]).groupby("benchmark")["task"].count()
@@ -996,7 +1079,7 @@ def render(
         "the machine and its load).\n\n" + to_markdown(speed_table(long)),
     ]
     if wallclock is not None:
-        parts += wallclock_sections(wallclock[1], wallclock[0])
+        parts += wallclock_sections(wallclock[1], wallclock[0], wallclock_more_seeds)
     if figures:
         parts += [
             "## Figures",
@@ -1036,12 +1119,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         "wallclock): adds its section, one table per start delay",
     )
     p.add_argument(
+        "--wallclock-more-seeds",
+        default=None,
+        help="results folder of the wall-clock protocol with other seeds on the tasks over its "
+        "target (--wallclock W --list-tasks-over): those tasks compared again, per start delay",
+    )
+    p.add_argument(
         "--list-tasks-over",
         action="store_true",
-        help="print the tasks over the worst-task target (space-separated) and exit",
+        help="print the tasks over the worst-task target (space-separated) and exit; with "
+        "--wallclock and no results_dir, those over the wall-clock target",
+    )
+    p.add_argument(
+        "--start-delay",
+        type=float,
+        nargs="+",
+        default=None,
+        help="with --wallclock --list-tasks-over: only the tasks over at these start delays "
+        "(default: any)",
     )
     args = p.parse_args(argv)
-    for name in ("results_dir", "reseeded", "more_seeds", "wallclock"):
+    if args.wallclock_more_seeds is not None and args.wallclock is None:
+        p.error("--wallclock-more-seeds needs --wallclock")
+    if args.start_delay is not None and not (args.list_tasks_over and args.results_dir is None):
+        p.error("--start-delay goes with --wallclock --list-tasks-over (no results_dir)")
+    for name in ("results_dir", "reseeded", "more_seeds", "wallclock", "wallclock_more_seeds"):
         folder = getattr(args, name)
         if folder is not None and not Path(folder).is_dir():
             p.error(f"{name} {folder}: not a folder")
@@ -1071,24 +1173,34 @@ def main(argv: Sequence[str] | None = None) -> int:
             p.error(f"more_seeds {args.more_seeds}: no finished runs (run.json) under it")
         more_seeds = long_table(more_runs, FRACTIONS)
         command += f" --more-seeds {args.more_seeds}"
-    wallclock = None
+    wallclock = wallclock_more = None
     if args.wallclock is not None:
         wallclock = (args.wallclock, _wallclock_long(p, args.wallclock))
         command += f" --wallclock {args.wallclock}"
+        wallclock_more = _wallclock_more(p, args.wallclock_more_seeds)
+        if wallclock_more is not None:
+            command += f" --wallclock-more-seeds {args.wallclock_more_seeds}"
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     depth = depth_per_run(args.results_dir)
     depth["benchmark"] = depth["benchmark"].map(family_of)
-    out.write_text(render(args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds, wallclock))
+    text = render(
+        args.results_dir, runs, long, figures, out, command, depth, reseeded, more_seeds, wallclock, wallclock_more
+    )
+    out.write_text(text)
     print(f"{out}: {len(out.read_text().splitlines())} lines; figures: {len(figures)} in {args.figures or '-'}")
     return 0
 
 
-def _wallclock_long(p: argparse.ArgumentParser, folder: str) -> pd.DataFrame:
+def _wallclock_long(p: argparse.ArgumentParser, folder: str, name: str = "wallclock") -> pd.DataFrame:
     wallclock_runs = _as_families(load_runs(folder, protocol=WALLCLOCK))
     if not wallclock_runs:
-        p.error(f"wallclock {folder}: no finished runs of the wall-clock protocol under it")
+        p.error(f"{name} {folder}: no finished runs of the wall-clock protocol under it")
     return wallclock_long_table(wallclock_runs, FRACTIONS)
+
+
+def _wallclock_more(p: argparse.ArgumentParser, folder: str | None) -> tuple[str, pd.DataFrame] | None:
+    return None if folder is None else (folder, _wallclock_long(p, folder, "wallclock_more_seeds"))
 
 
 def _splice_main(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -1099,11 +1211,15 @@ def _splice_main(p: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             "results_dir is required unless --wallclock is given (then the wall-clock section of --out "
             "is rewritten)"
         )
-    if args.list_tasks_over or args.reseeded is not None or args.more_seeds is not None:
-        p.error("--list-tasks-over, --reseeded and --more-seeds need results_dir")
+    if args.reseeded is not None or args.more_seeds is not None:
+        p.error("--reseeded and --more-seeds need results_dir")
+    if args.list_tasks_over:
+        print(" ".join(wallclock_tasks_over(_wallclock_long(p, args.wallclock), args.start_delay)))
+        return 0
     if not out.is_file():
         p.error(f"out {out}: not a file; without results_dir --wallclock rewrites the section of an existing file")
-    sections = wallclock_sections(_wallclock_long(p, args.wallclock), args.wallclock)
+    long = _wallclock_long(p, args.wallclock)
+    sections = wallclock_sections(long, args.wallclock, _wallclock_more(p, args.wallclock_more_seeds))
     out.write_text(splice_wallclock(out.read_text(), sections))
     print(f"{out}: wall-clock section rewritten from {args.wallclock}")
     return 0

@@ -118,6 +118,48 @@ def test_the_wallclock_target_counts_a_task_only_when_it_is_also_over_by_the_mar
     assert "| LCBench | 1 | DyHPO-costs | 1.60x (t3: 0.160 vs 0.100) | 1/3 |" in sections
 
 
+def test_the_wallclock_tasks_over_its_target_are_listed_per_delay_and_compared_again_on_more_seeds():
+    grid = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
+    # per task: ASHA 0.1, 0.0, 0.1; BOHB 0.2 everywhere
+    rows = _rows("LCBench", 1, "ASHA", [0.1, 0.1, 0.0, 0.0, 0.1, 0.1], **grid)
+    rows += _rows("LCBench", 1, "BOHB", 0.2, **grid)
+    # DyHPO-costs: 2x ASHA on t1 (0.1 above it); 0.008 above ASHA's 0 on t2 (inf, under the
+    # margin); level on t3
+    rows += _rows("LCBench", 1, "DyHPO-costs", [0.2, 0.2, 0.008, 0.008, 0.1, 0.1], **grid)
+    # the default at delay 0 only: over on t3 (0.3 against 0.1)
+    rows += _rows("LCBench", 1, "DyHPO", [0.1, 0.1, 0.0, 0.0, 0.3, 0.3], **grid)
+    delay_0 = pd.DataFrame(rows).assign(start_delay=0.0, epochs=100, starts_per_epoch=0.2)
+    # delay 1: every method level with ASHA
+    level = _rows("LCBench", 1, "ASHA", 0.1, **grid) + _rows("LCBench", 1, "BOHB", 0.2, **grid)
+    level += _rows("LCBench", 1, "DyHPO-costs", 0.1, **grid)
+    delay_1 = pd.DataFrame(level).assign(start_delay=1.0, epochs=100, starts_per_epoch=0.2)
+    timed = pd.concat([delay_0, delay_1], ignore_index=True)
+    # the ratio alone would list t2 too; the default is held as the variants are
+    assert results.tasks_over(delay_0, methods=["DyHPO-costs"]) == ["t1", "t2"]
+    assert results.wallclock_tasks_over(timed) == ["t1", "t3"]
+    assert results.wallclock_tasks_over(timed, [1.0]) == []
+    assert results.wallclock_tasks_over(timed, [0.0]) == ["t1", "t3"]
+    # seeds 2-4 at delay 0 on t1: DyHPO-costs level with ASHA there
+    more = _rows("LCBench", 1, "DyHPO-costs", 0.1, tasks=("t1",), seeds=(2, 3, 4))
+    more += _rows("LCBench", 1, "ASHA", 0.1, tasks=("t1",), seeds=(2, 3, 4))
+    more += _rows("LCBench", 1, "BOHB", 0.2, tasks=("t1",), seeds=(2, 3, 4))
+    more = pd.DataFrame(more).assign(start_delay=0.0, epochs=100, starts_per_epoch=0.2)
+    text = "\n\n".join(results.wallclock_sections(timed, "R", ("R-more", more)))
+    delay_0_text, delay_1_text = text.split("### Start delay 1 x")
+    assert "under `R-more`" in delay_0_text and "under `R-more`" not in delay_1_text
+    # t1 on 5 seeds: (0.2 + 0.2 + 3 x 0.1) / 5 = 0.14 against ASHA's 0.1; 2 losses, 3 ties
+    assert (
+        "| LCBench | 1 | DyHPO-costs | anytime | t1 | 2.00x (0.200 vs 0.100) | 5 | 1.40x (0.140 vs ASHA 0.100) "
+        "| 0/3/2, p 0.5 | no |" in delay_0_text
+    )
+    # the default on t3 has no more seeds: compared on the grid's two again, still over
+    assert (
+        "| LCBench | 1 | DyHPO | anytime | t3 | 3.00x (0.300 vs 0.100) | 2 | 3.00x (0.300 vs ASHA 0.100)"
+        in delay_0_text
+    )
+    assert "| over 1.5x and +0.01 |" in delay_0_text
+
+
 def test_a_reference_run_again_is_held_to_the_same_target():
     one = dict(tasks=("t1", "t2", "t3"), seeds=(0, 1))
     # means per task: ASHA 0.1, 0.1, 0.3; BOHB 0.2, 0.05, 0.3

@@ -173,7 +173,7 @@ def test_the_cli_runs_every_delay_and_writes_the_tables(tmp_path, capsys):
 
 
 @pytest.mark.slow  # five Tuner runs and RESULTS.md three times
-def test_results_md_gains_the_wallclock_section_and_keeps_the_epoch_sections(tmp_path):
+def test_results_md_gains_the_wallclock_section_and_keeps_the_epoch_sections(tmp_path, capsys):
     from benchmarks import results
 
     source = str(data_folder("lcbench"))
@@ -195,3 +195,18 @@ def test_results_md_gains_the_wallclock_section_and_keeps_the_epoch_sections(tmp
     assert "| LCBench | 1 | ASHA | 1 |" in section and "| LCBench | 1 | BOHB | 1 |" in section
     with pytest.raises(SystemExit):
         results.main(argv + ["--wallclock", str(tmp_path / "nothing")])
+    # the tasks to run again: none without a run of ours; the variants of ours are held too
+    capsys.readouterr()
+    assert results.main(["--wallclock", str(tmp_path / "runs"), "--list-tasks-over"]) == 0
+    assert capsys.readouterr().out == "\n"
+    run_one(RunSpec("DyHPO-costs", source, "car", 0, 30, 1, "wallclock", 1), tmp_path / "runs")
+    assert results.main(["--wallclock", str(tmp_path / "runs"), "--list-tasks-over", "--start-delay", "1"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert results.main(argv + ["--wallclock", str(tmp_path / "runs")]) == 0
+    worst = next(
+        line
+        for line in out.read_text().splitlines()
+        if line.startswith("| LCBench | 1 | DyHPO-costs | ") and "x (car:" in line
+    )
+    over = {cell.strip() for cell in worst.split("|")[5::2]}  # the two "over / compared" cells
+    assert listed == (["car"] if "1/1" in over else []) and over <= {"0/1", "1/1"}

@@ -132,3 +132,13 @@ def test_without_a_results_folder_only_the_wall_clock_section_is_rewritten_and_b
         results.main(["--wallclock", str(tmp_path), "--out", str(out)])  # no runs under it
     assert "no finished runs of the wall-clock protocol" in capsys.readouterr().err
     assert out.read_text() == "# R\n"
+    # the wall-clock reseed's options only where they mean something
+    with pytest.raises(SystemExit):
+        results.main(["--wallclock-more-seeds", str(tmp_path), "--out", str(out)])
+    assert "--wallclock-more-seeds needs --wallclock" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        results.main(["--wallclock", str(tmp_path), "--out", str(out), "--start-delay", "0"])
+    assert "--start-delay goes with --wallclock --list-tasks-over" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        results.main(["--wallclock", str(tmp_path), "--list-tasks-over"])  # no runs under it
+    assert "no finished runs of the wall-clock protocol" in capsys.readouterr().err
