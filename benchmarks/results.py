@@ -868,14 +868,9 @@ def wallclock_sections(
                 f"reference's there and more than {CATASTROPHE_MARGIN:g} above it (tasks over / "
                 "tasks compared).\n\n" + to_markdown(worst)
             )
-        more = None if more_seeds is None else more_seeds[1]
-        if more is not None and np.isclose(more["start_delay"], delay).any():
-            over = tasks_over_on_more_seeds(
-                g,
-                more[np.isclose(more["start_delay"], delay)],
-                margin=CATASTROPHE_MARGIN,
-                methods=ours_in(g),
-            )
+        more = None if more_seeds is None else more_seeds[1][np.isclose(more_seeds[1]["start_delay"], delay)]
+        if more is not None and not more.empty:
+            over = tasks_over_on_more_seeds(g, more, margin=CATASTROPHE_MARGIN, methods=ours_in(g))
             parts.append(
                 "The task-cells over that target, compared again on the seeds above and those "
                 f"under `{more_seeds[0]}` together (the seeds where the method and both references "
