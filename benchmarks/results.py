@@ -35,6 +35,7 @@ from benchmarks.depth import depth_per_run
 from benchmarks.provenance import versions_text
 from benchmarks.report import (
     FRACTIONS,
+    OURS,
     REFERENCES,
     REGRET_KINDS,
     TIE_TOLERANCE,
@@ -50,9 +51,6 @@ from benchmarks.wallclock import STOP_SECONDS, WALLCLOCK
 
 #: Benchmark (data folder) -> family: the tables and figures pool a family's tasks
 FAMILIES = {"lcbench": "LCBench", "lcbench-extra": "LCBench", "taskset": "TaskSet", "taskset-extra": "TaskSet"}
-
-#: Our methods' defaults: the headline compares them with the better of :data:`REFERENCES`
-OURS = ("DyHPO", "DeepPowerLaw")
 
 #: The target per task: each of ours at most this multiple of the better reference's mean
 #: regret at the full budget, in both regrets (the worst-task view counts the tasks over it)
@@ -282,7 +280,7 @@ def headline_tests(long: pd.DataFrame, ours: Sequence[str] = OURS) -> pd.DataFra
     the pairs compared, per cell and budget point).
 
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
-    :param ours: our methods compared, in this order (default: :data:`OURS`, the defaults)
+    :param ours: our methods compared, in this order (default: :data:`~benchmarks.report.OURS`, the defaults)
     :return: Per (family, workers, method, regret kind): one column per budget point,
         ``diff (W/T/L, p) vs reference``
     """
@@ -472,6 +470,11 @@ def _over(mine: float, ref: float, limit: float, margin: float = 0.0) -> bool:
     return mine - limit * ref > TIE_TOLERANCE and mine - ref > margin
 
 
+def _over_label(limit: float, margin: float = 0.0) -> str:
+    """The target :func:`_over` checks, as a column name: ``LIMITx`` or ``LIMITx and +MARGIN``."""
+    return f"{limit:g}x" + (f" and +{margin:g}" if margin else "")
+
+
 def worst_tasks(
     long: pd.DataFrame,
     limit: float = RATIO_LIMIT,
@@ -505,7 +508,7 @@ def worst_tasks(
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
     if candidates is None:
-        candidates = last[last["method"].str.startswith(OURS) & ~last["method"].isin(REFERENCES)]
+        candidates = last[last["method"].isin(ours_in(last))]
     else:
         candidates = candidates[candidates["budget_point"] == candidates["budget_point"].max()]
     means = (
@@ -540,7 +543,7 @@ def worst_tasks(
                 row[f"{kind} worst"] = (
                     "-" if worst is None else f"{worst[0]:.2f}x ({worst[1]}: {_fmt(worst[2])} vs {_fmt(worst[3])})"
                 )
-                row[f"{kind} > {limit:g}x" + (f" and +{margin:g}" if margin else "")] = (
+                row[f"{kind} > {_over_label(limit, margin)}"] = (
                     f"{over}/{compared}" if compared else "-"
                 )
             rows.append(row)
@@ -659,7 +662,7 @@ def tasks_over(
     :param references: the methods whose better mean on a task is the reference
     :param margin: a task is over only when also more than this above the reference mean (0: the
         ratio alone; the wall-clock protocol's target: :data:`CATASTROPHE_MARGIN`)
-    :param methods: the methods held to the target (default :data:`OURS`)
+    :param methods: the methods held to the target (default :data:`~benchmarks.report.OURS`)
     :return: their names, sorted
     """
     last = long[long["budget_point"] == long["budget_point"].max()]
@@ -687,7 +690,7 @@ def tasks_over_on_more_seeds(
     :param limit: the ratio a task may reach (default :data:`RATIO_LIMIT`)
     :param references: the methods whose better mean on a task is the reference
     :param margin: as in :func:`tasks_over`
-    :param methods: the methods held to the target (default :data:`OURS`)
+    :param methods: the methods held to the target (default :data:`~benchmarks.report.OURS`)
     :return: columns family, workers, method, regret, task, ``grid`` (``ratio x (mean vs
         reference mean)`` on the grid's seeds), ``seeds`` (how many are compared now),
         ``all seeds`` (``ratio x (mean vs REFERENCE mean)``), ``W/T/L, p`` (of the method
@@ -721,7 +724,7 @@ def tasks_over_on_more_seeds(
                 "seeds": len(runs),
                 "all seeds": f"{_ratio(mine, ref):.2f}x ({_fmt(mine)} vs {reference} {_fmt(ref)})",
                 "W/T/L, p": f"{test['wins']}/{test['ties']}/{test['losses']}, p {_p(test['p'])}",
-                f"over {limit:g}x" + (f" and +{margin:g}" if margin else ""): (
+                f"over {_over_label(limit, margin)}": (
                     "yes" if _over(mine, ref, limit, margin) else "no"
                 ),
             }
@@ -803,7 +806,7 @@ def wallclock_table(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def ours_in(long: pd.DataFrame) -> list[str]:
-    """The methods of ``long`` that are ours, variants included (named after one of :data:`OURS`)."""
+    """The methods of ``long`` that are ours, variants included (named after one of :data:`~benchmarks.report.OURS`)."""
     names = long["method"].unique()
     return method_order([m for m in names if m.startswith(OURS) and m not in REFERENCES], OURS, REFERENCES)
 
@@ -851,7 +854,7 @@ def wallclock_sections(
         WALLCLOCK_PROTOCOL.format(stop_ms=1000 * STOP_SECONDS) + "\n" + _versions_line(long),
     ]
     for delay, g in long.groupby("start_delay", sort=True):
-        tests = headline_tests(g, sorted(m for m in g["method"].unique() if m.startswith(OURS)))
+        tests = headline_tests(g, ours_in(g))
         parts += [
             f"### Start delay {delay:g} x the median epoch time",
             "Mean normalised regret over the family's tasks and seeds (lower is better) at "
