@@ -470,6 +470,14 @@ def _over(mine: float, ref: float, limit: float, margin: float = 0.0) -> bool:
     return mine - limit * ref > TIE_TOLERANCE and mine - ref > margin
 
 
+def _nearness(ratio: float, above: float, limit: float, margin: float) -> float:
+    """How near a task is to the worst-task target: the ratio without a margin; with one, the
+    smaller of ``ratio / limit`` and ``above / margin`` (both over 1 when the task is over), so
+    that a mean of 0.0002 against a reference's 0 (inf, far under the margin) is not nearer
+    than 1.4x and 0.04 above."""
+    return ratio if not margin else min(ratio / limit, above / margin)
+
+
 def _over_label(limit: float, margin: float = 0.0) -> str:
     """The target :func:`_over` checks, as a column name: ``LIMITx`` or ``LIMITx and +MARGIN``."""
     return f"{limit:g}x" + (f" and +{margin:g}" if margin else "")
@@ -491,7 +499,9 @@ def worst_tasks(
     the worst. A task is over when ``mean > limit * reference mean`` by more than
     :data:`~benchmarks.report.TIE_TOLERANCE` (and more than ``margin`` above it); a task over
     is worse than any that is not, so that with a margin the worst shown is one over the target
-    whenever there is one, not a mean of 0.0002 against a reference's 0.
+    whenever there is one, not a mean of 0.0002 against a reference's 0. With a margin, tasks
+    on the same side of the target rank by the smaller of ``ratio / limit`` and ``(mean -
+    reference mean) / margin`` instead of the ratio (:func:`_nearness`).
 
     :param long: :func:`~benchmarks.report.long_table` with families as ``benchmark``
     :param limit: The ratio a task may reach (default :data:`RATIO_LIMIT`)
@@ -538,8 +548,9 @@ def worst_tasks(
                     ratio, is_over = _ratio(mine, ref), _over(mine, ref, limit, margin)
                     compared += 1
                     over += int(is_over)
-                    if worst is None or (is_over, ratio, mine) > (worst[4], worst[0], worst[2]):
-                        worst = (ratio, task, mine, ref, is_over)
+                    rank = (is_over, _nearness(ratio, mine - ref, limit, margin), mine)
+                    if worst is None or rank > worst[4]:
+                        worst = (ratio, task, mine, ref, rank)
                 row[f"{kind} worst"] = (
                     "-" if worst is None else f"{worst[0]:.2f}x ({worst[1]}: {_fmt(worst[2])} vs {_fmt(worst[3])})"
                 )

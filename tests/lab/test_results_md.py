@@ -113,6 +113,16 @@ def test_the_wallclock_target_counts_a_task_only_when_it_is_also_over_by_the_mar
     assert ratio_alone.loc["DyHPO-costs", "anytime worst"] == "infx (t1: 0.008 vs 0.000)"
     # with the margin, a task over the target ranks above any ratio that is not over it
     assert table.loc["DyHPO-costs", "anytime worst"] == "1.60x (t3: 0.160 vs 0.100)"
+    # with none over, the worst is the task nearest the target, not an inf far under the margin
+    t4 = dict(tasks=("t4",), seeds=(0,))  # DyHPO-costs 1.4x ASHA's 0.1 and 0.04 above it
+    t4_rows = _rows("LCBench", 1, "DyHPO-costs", 0.14, **t4) + _rows("LCBench", 1, "ASHA", 0.1, **t4)
+    t4_rows += _rows("LCBench", 1, "BOHB", 0.2, **t4)
+    near = pd.concat([long[long["task"] != "t3"], pd.DataFrame(t4_rows)], ignore_index=True)
+    assert results.worst_tasks(near).set_index("method").loc["DyHPO-costs", "anytime worst"] == (
+        "infx (t1: 0.008 vs 0.000)")
+    near_table = results.worst_tasks(near, margin=results.CATASTROPHE_MARGIN).set_index("method")
+    assert near_table.loc["DyHPO-costs", "anytime > 1.5x and +0.01"] == "0/3"
+    assert near_table.loc["DyHPO-costs", "anytime worst"] == "1.40x (t4: 0.140 vs 0.100)"
     timed = long.assign(start_delay=1.0, epochs=100, starts_per_epoch=0.2)
     sections = "\n\n".join(results.wallclock_sections(timed, "R"))
     assert "| LCBench | 1 | DyHPO-costs | 1.60x (t3: 0.160 vs 0.100) | 1/3 |" in sections
