@@ -1,0 +1,125 @@
+"""Where the workers' time went in wall-clock runs (a study of issue 50's open question: why
+ours are over the target on some LCBench tasks at a delay of 0): per (family or task, workers,
+method), the trials started and epochs trained within the budget, and the shares of the worker
+time (``budget_seconds x n_workers``) spent in the new trials' first epochs, in all later
+epochs, and in neither (job starts, idle workers, the epochs the budget's end cut off).
+
+A job's training time is the ``elapsed_time_attr`` of its last result within the budget: Syne
+Tune's simulator reports it from the job's start (a resumed job's from its resume). A trial's
+first epoch is the ``elapsed_time_attr`` of its result at epoch 1. LCBench's first epoch costs
+about three times the median epoch, so a method that starts many trials pays for it in time.
+
+Command line::
+
+    python -m benchmarks.worker_time results/wallclock results/wallclock-more-seeds \\
+        --start-delay 0 --tasks credit-g car
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from benchmarks.report import RESULTS_FILE, RUN_FILE, method_order, to_markdown
+from benchmarks.results import FAMILIES
+from benchmarks.wallclock import JOBS_FILE, WALLCLOCK
+
+#: the job log's kinds that begin a job (benchmarks.wallclock.JobLog)
+JOB_BEGINS = ("start", "resume")
+
+
+def run_worker_time(results: pd.DataFrame, jobs: pd.DataFrame, summary: dict) -> dict:
+    """One wall-clock run's use of its workers' time.
+
+    :param results: the run's results (``trial_id``, ``st_tuner_time``, the time attribute and
+        the elapsed-time attribute of its definition)
+    :param jobs: its job log (``time``, ``trial_id``, ``kind``)
+    :param summary: its ``run.json``
+    :return: trials, epochs, ``first epochs`` / ``later epochs`` / ``rest`` (shares of the worker
+        time) and ``seconds per later epoch``
+    """
+    definition, budget = summary["definition"], summary["budget_seconds"]
+    epoch_attr, elapsed_attr = definition["time_attr"], definition["elapsed_time_attr"]
+    within = results[results["st_tuner_time"] <= budget]
+    begins = jobs[jobs["kind"].isin(JOB_BEGINS)]
+    trained = 0.0
+    for trial_id, of_trial in within.groupby("trial_id"):
+        starts = np.sort(begins.loc[begins["trial_id"] == trial_id, "time"].to_numpy())
+        # a result's job: the last one begun before it (a job's first result comes after its
+        # start; a result at a resume's time ends the job before)
+        job = np.searchsorted(starts, of_trial["st_tuner_time"].to_numpy(), side="left")
+        trained += of_trial.groupby(job)[elapsed_attr].last().sum()
+    first = within.loc[within[epoch_attr] == 1, elapsed_attr]
+    worker_seconds = budget * summary["n_workers"]
+    later_epochs = len(within) - len(first)
+    return {
+        "trials": within["trial_id"].nunique(),
+        "epochs": len(within),
+        "first epochs": first.sum() / worker_seconds,
+        "later epochs": (trained - first.sum()) / worker_seconds,
+        "rest": 1.0 - trained / worker_seconds,
+        "seconds per later epoch": (trained - first.sum()) / later_epochs if later_epochs else np.nan,
+    }
+
+
+def worker_time_table(
+    results_dirs: Sequence[str | Path],
+    start_delay: float | None = None,
+    tasks: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """
+    :param results_dirs: folders of wall-clock runs (searched recursively)
+    :param start_delay: only the runs of this start delay (None: all)
+    :param tasks: one row per task of these (None: one row per family)
+    :return: per (start delay, family or task, workers, method): runs and the means of
+        :func:`run_worker_time`
+    """
+    rows = []
+    for run_file in sorted(f for d in results_dirs for f in Path(d).rglob(RUN_FILE)):
+        summary = json.loads(run_file.read_text())
+        if summary.get("protocol") != WALLCLOCK:
+            continue
+        if start_delay is not None and not np.isclose(summary["start_delay"], start_delay):
+            continue
+        if tasks is not None and summary["task"] not in tasks:
+            continue
+        results = pd.read_csv(run_file.parent / RESULTS_FILE)
+        jobs = pd.read_csv(run_file.parent / JOBS_FILE)
+        where = summary["task"] if tasks is not None else FAMILIES.get(summary["benchmark"], summary["benchmark"])
+        rows.append({"start delay": summary["start_delay"], "where": where, "workers": summary["n_workers"],
+                     "method": summary["method"], **run_worker_time(results, jobs, summary)})
+    if not rows:
+        return pd.DataFrame()
+    per_run = pd.DataFrame(rows)
+    keys = ["start delay", "where", "workers"]
+    table = per_run.groupby([*keys, "method"], sort=False).agg(
+        runs=("trials", "size"), **{c: (c, "mean") for c in per_run.columns if c not in [*keys, "method"]}
+    ).reset_index()
+    order = {m: i for i, m in enumerate(method_order(table["method"].unique()))}
+    table = table.sort_values([*keys, "method"], key=lambda c: c.map(order) if c.name == "method" else c)
+    return table.round({"trials": 1, "epochs": 0, "first epochs": 3, "later epochs": 3, "rest": 3,
+                        "seconds per later epoch": 2})
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("results_dirs", nargs="+", help="folders of wall-clock runs")
+    p.add_argument("--start-delay", type=float, default=None, help="only the runs of this start delay")
+    p.add_argument("--tasks", nargs="+", default=None, help="a row per task of these (default: per family)")
+    args = p.parse_args(argv)
+    for d in args.results_dirs:
+        if not Path(d).is_dir():
+            p.error(f"results_dirs: {d!r} is not a folder")
+    table = worker_time_table(args.results_dirs, args.start_delay, args.tasks)
+    print(to_markdown(table) if not table.empty else "(no wall-clock runs)")
+
+
+if __name__ == "__main__":
+    main()
