@@ -4,6 +4,8 @@
     PYTHONPATH=. python -m benchmarks.pair BASE_DIR NEW_DIR [--protocol wallclock] \\
         [--methods DyHPO-costs ...] [--seeds 0 1 2] [--out FILE]
     PYTHONPATH=. python -m benchmarks.pair DIR DIR --base-method DyHPO --new-method DyHPO-costs
+    PYTHONPATH=. python -m benchmarks.pair DIR DIR --base-method BOHB --new-method DyHPO \
+        --by-task --tasks car credit-g
 
 Without ``--base-method``/``--new-method`` each method found in both folders is paired with
 itself (the runs of a rule before and after a change, run into two folders). With them, the
@@ -14,7 +16,8 @@ A pair is one (task, seed) both sides ran, in the same family (LCBench's two dat
 one family, and TaskSet's), number of workers and, for the wall-clock protocol, start delay.
 Each cell (regret kind and share of the budget) gives the means of the pairs, base -> new, and
 p of the two-sided Wilcoxon signed-rank test (:func:`benchmarks.report.signed_rank_test`). The
-wall-clock protocol also gives job starts per epoch within the budget.
+wall-clock protocol also gives job starts per epoch within the budget. With ``--by-task`` each
+task is a cell of its own, its pairs the seeds.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ def selected(
     new_method: str | None = None,
     methods: Sequence[str] | None = None,
     seeds: Sequence[int] | None = None,
+    tasks: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of each side to pair.
 
@@ -81,6 +85,7 @@ def selected(
     :param new_method: See ``base_method``
     :param methods: Only these methods (None: all)
     :param seeds: Only these seeds (None: all)
+    :param tasks: Only these tasks (None: all)
     """
     if (base_method is None) != (new_method is None):
         raise ValueError(f"base_method={base_method!r}, new_method={new_method!r}: give both or neither")
@@ -91,28 +96,34 @@ def selected(
         base, new = base[base["method"].isin(methods)], new[new["method"].isin(methods)]
     if seeds is not None:
         base, new = base[base["seed"].isin(seeds)], new[new["seed"].isin(seeds)]
+    if tasks is not None:
+        base, new = base[base["task"].isin(tasks)], new[new["task"].isin(tasks)]
     return base, new
 
 
-def paired_table(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+def paired_table(base: pd.DataFrame, new: pd.DataFrame, by_task: bool = False) -> pd.DataFrame:
     """
     :param base: Long table (:func:`benchmarks.report.long_table` or
         :func:`benchmarks.report.wallclock_long_table`, families as ``benchmark``, with
         ``start_delay`` and ``starts_per_epoch``) of the base runs, as :func:`selected` gives it
     :param new: The same of the new runs
-    :return: One row per (family, workers, start delay, method) of both: ``pairs``, then per
-        regret kind and budget point ``base mean -> new mean (p ...)``, then ``job starts per
-        epoch`` (base -> new, at the full budget; wall-clock protocol only)
+    :param by_task: One cell per task (its pairs: the seeds), else per family
+    :return: One row per (family, workers, start delay, method, and with ``by_task`` task) of
+        both: ``pairs``, then per regret kind and budget point ``base mean -> new mean (p
+        ...)``, then ``job starts per epoch`` (base -> new, at the full budget; wall-clock
+        protocol only)
     """
     key = CELL + ["method", "budget_point"] + PAIR
     value_columns = list(REGRET_KINDS) + ["starts_per_epoch"]
     merged = base[key + value_columns].merge(new[key + value_columns], on=key, suffixes=("_base", "_new"))
     rows = []
     last = max(FRACTIONS)
-    for cell, g in merged.groupby(CELL + ["method"], sort=True, dropna=False):
-        family, workers, delay, method = cell
-        row = {"family": family, "workers": workers, "start delay": delay, "method": method,
-               "pairs": int((g["budget_point"] == g["budget_point"].max()).sum())}
+    for cell, g in merged.groupby(CELL + ["method"] + (["task"] if by_task else []), sort=True, dropna=False):
+        family, workers, delay, method = cell[:4]
+        row = {"family": family, "workers": workers, "start delay": delay, "method": method}
+        if by_task:
+            row["task"] = cell[4]
+        row["pairs"] = int((g["budget_point"] == g["budget_point"].max()).sum())
         for column, kind in REGRET_KINDS.items():
             for f, gf in g.groupby("budget_point", sort=True):
                 pairs = gf[[f"{column}_base", f"{column}_new"]].set_axis(["base", "new"], axis=1).dropna()
@@ -138,14 +149,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--new-method", help="see --base-method")
     p.add_argument("--methods", nargs="+", help="only these methods (default: all in both)")
     p.add_argument("--seeds", nargs="+", type=int, help="only these seeds (default: all in both)")
+    p.add_argument("--tasks", nargs="+", help="only these tasks (default: all in both)")
+    p.add_argument("--by-task", action="store_true", help="a row per task (its pairs: the seeds)")
     p.add_argument("--out", help="also write the markdown table to this file")
     args = p.parse_args(argv)
     if (args.base_method is None) != (args.new_method is None):
         p.error("--base-method and --new-method go together")
     base = _long(args.base, args.protocol, FRACTIONS)
     new = base if args.new == args.base else _long(args.new, args.protocol, FRACTIONS)
-    base, new = selected(base, new, args.base_method, args.new_method, args.methods, args.seeds)
-    table = paired_table(base, new)
+    base, new = selected(base, new, args.base_method, args.new_method, args.methods, args.seeds, args.tasks)
+    table = paired_table(base, new, by_task=args.by_task)
     if table.empty:
         print("no pairs: no (task, seed) of the same method, family, workers and start delay in both", file=sys.stderr)
         return 1

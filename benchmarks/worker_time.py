@@ -102,8 +102,8 @@ def worker_time_table(
     ).reset_index()
     order = {m: i for i, m in enumerate(method_order(table["method"].unique()))}
     table = table.sort_values([*keys, "method"], key=lambda c: c.map(order) if c.name == "method" else c)
-    return table.round({"trials": 1, "epochs": 0, "first epochs": 3, "later epochs": 3, "rest": 3,
-                        "seconds per later epoch": 2})
+    table = table.round({"trials": 1, "first epochs": 3, "later epochs": 3, "rest": 3, "seconds per later epoch": 2})
+    return table.assign(epochs=table["epochs"].round().astype(int))
 
 
 def main(argv: Sequence[str] | None = None) -> None:

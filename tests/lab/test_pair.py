@@ -68,6 +68,19 @@ def test_one_method_against_another_in_the_same_folder():
         pair.selected(both, both, base_method="DyHPO")
 
 
+def test_by_task_each_task_is_a_cell_of_its_own_paired_by_seed():
+    base = _long("DyHPO-costs", BASE, BASE, STARTS)
+    new = _long("DyHPO-costs", np.r_[BASE[:6] + 0.01, BASE[6:]], BASE, STARTS)  # worse on car only
+    table = pair.paired_table(base, new, by_task=True).set_index("task")
+    assert list(table.index) == ["adult", "car"] and (table["pairs"] == 6).all()
+    p = signed_rank_test(BASE[:6] + 0.01, BASE[:6])["p"]
+    assert table.loc["car", "anytime 100 %"] == f"{BASE[:6].mean():.3f} -> {BASE[:6].mean() + 0.01:.3f} (p {p:.2g})"
+    assert table.loc["adult", "anytime 100 %"].endswith("(p 1)")
+    only_car = pair.paired_table(*pair.selected(base, new, tasks=["car"]), by_task=True)
+    assert list(only_car["task"]) == ["car"]
+    assert "task" not in pair.paired_table(base, new).columns
+
+
 def test_the_command_pairs_two_folders_of_real_runs(tmp_path, capsys):
     for method in ("RandomSearch", "ASHA"):
         run_one(RunSpec(method, str(data_folder("lcbench")), "car", 0, 60, 1, "wallclock", 1), tmp_path / "runs")
