@@ -25,12 +25,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from benchmarks.report import RESULTS_FILE, RUN_FILE, method_order, to_markdown
+from benchmarks.report import RESULTS_FILE, RUN_FILE, method_order, protocol_of, to_markdown
 from benchmarks.results import FAMILIES
-from benchmarks.wallclock import JOBS_FILE, WALLCLOCK
-
-#: the job log's kinds that begin a job (benchmarks.wallclock.JobLog)
-JOB_BEGINS = ("start", "resume")
+from benchmarks.wallclock import JOB_STARTS, JOBS_FILE, WALLCLOCK
 
 
 def run_worker_time(results: pd.DataFrame, jobs: pd.DataFrame, summary: dict) -> dict:
@@ -46,7 +43,7 @@ def run_worker_time(results: pd.DataFrame, jobs: pd.DataFrame, summary: dict) ->
     definition, budget = summary["definition"], summary["budget_seconds"]
     epoch_attr, elapsed_attr = definition["time_attr"], definition["elapsed_time_attr"]
     within = results[results["st_tuner_time"] <= budget]
-    begins = jobs[jobs["kind"].isin(JOB_BEGINS)]
+    begins = jobs[jobs["kind"].isin(JOB_STARTS)]
     trained = 0.0
     for trial_id, of_trial in within.groupby("trial_id"):
         starts = np.sort(begins.loc[begins["trial_id"] == trial_id, "time"].to_numpy())
@@ -82,7 +79,7 @@ def worker_time_table(
     rows = []
     for run_file in sorted(f for d in results_dirs for f in Path(d).rglob(RUN_FILE)):
         summary = json.loads(run_file.read_text())
-        if summary.get("protocol") != WALLCLOCK:
+        if protocol_of(summary) != WALLCLOCK:
             continue
         if start_delay is not None and not np.isclose(summary["start_delay"], start_delay):
             continue
