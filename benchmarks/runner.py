@@ -160,11 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screens of issue 50
-    "DyHPO-costs-s2": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(new_start_shows_at=2.0))}),
-    "DeepPowerLaw-costs-s2": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(new_start_shows_at=2.0))}),
-    "DyHPO-costs-u": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(segment_from_resume_start=True))}),
-    "DeepPowerLaw-costs-u": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(segment_from_resume_start=True))}),
 }
 
 

@@ -128,8 +128,6 @@ class JobCosts:
     free_until_se: float | None = 2.0
     timed_resumes: int = 2
     new_start_shows_at: float | None = 5.0
-    #: screen (issue 50): a new trial's segment priced at a resume's start
-    segment_from_resume_start: bool = False
 
     def __post_init__(self) -> None:
         for field, expected in (
@@ -357,7 +355,7 @@ class JobTimer:
         epoch = self.epoch_seconds
         if factor > 0.0 and epoch is None and self.costs.start_seconds != 0.0:
             return 2  # no epoch timed yet: the job's second result times one
-        start = self.start_seconds_of(RESUME if self.costs.segment_from_resume_start or not new else NEW)
+        start = self.start_seconds_of(NEW if new else RESUME)
         if factor == 0.0 or not epoch or not start or not self._start_shown:
             return 1
         # a relative tolerance: a factor of 3 and start = epoch is 3 epochs, not 4
