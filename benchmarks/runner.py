@@ -160,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-t": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(free_until_t=True))}),
-    "DeepPowerLaw-costs-t": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(free_until_t=True))}),
 }
 
 

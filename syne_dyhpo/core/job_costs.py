@@ -128,8 +128,6 @@ class JobCosts:
     free_until_se: float | None = 2.0
     timed_resumes: int = 2
     new_start_shows_at: float | None = 5.0
-    #: screen (issue 50): free_until_se as the Student-t quantile of the normal's 2 standard errors
-    free_until_t: bool = False
 
     def __post_init__(self) -> None:
         for field, expected in (
@@ -263,10 +261,6 @@ class JobTimer:
         prices = np.asarray(self._resume_prices)
         standard_error = prices.std(ddof=1) / math.sqrt(len(prices))
         margin = self.costs.free_until_se or 0.0
-        if self.costs.free_until_t:
-            from scipy.stats import norm, t
-
-            margin = float(t.ppf(norm.cdf(margin), len(prices) - 1))
         if prices.mean() - margin * standard_error > 0.0:
             self._start_shown, self._shown_by = True, "resumes"
 
