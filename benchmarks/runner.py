@@ -160,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-c": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(central_prices_only=True))}),
-    "DeepPowerLaw-costs-c": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(central_prices_only=True))}),
 }
 
 

@@ -128,8 +128,6 @@ class JobCosts:
     free_until_se: float | None = 2.0
     timed_resumes: int = 2
     new_start_shows_at: float | None = 5.0
-    #: screen (issue 50): a resume is priced only by a central difference (its trial had an epoch timed before the pause)
-    central_prices_only: bool = False
 
     def __post_init__(self) -> None:
         for field, expected in (
@@ -235,8 +233,7 @@ class JobTimer:
             timed[1] += epochs
             epoch_seconds = (now - job.last_time) / epochs
             self._last_epoch_seconds[trial_id] = epoch_seconds
-            if (not job.new and not job.priced and job.first_result is not None
-                    and not (self.costs.central_prices_only and job.epoch_before is None)):
+            if not job.new and not job.priced and job.first_result is not None:
                 self._price_resume(job, epoch_seconds)
         job.last_epoch, job.last_time = epoch, now
         if not self._start_shown:
