@@ -9,6 +9,11 @@ Tune's simulator reports it from the job's start (a resumed job's from its resum
 first epoch is the ``elapsed_time_attr`` of its result at epoch 1. LCBench's first epoch costs
 about three times the median epoch, so a method that starts many trials pays for it in time.
 
+It also says when the first configuration was trained to ``max_t`` (the fully-trained regret is 1
+until then), as a share of the budget, the share of the runs that had one by 25 % of it, and
+that configuration's seconds per epoch over the task's mean epoch time (a slow leader takes
+longer to complete).
+
 Command line::
 
     python -m benchmarks.worker_time results/wallclock results/wallclock-more-seeds \\
@@ -38,19 +43,30 @@ def run_worker_time(results: pd.DataFrame, jobs: pd.DataFrame, summary: dict) ->
     :param jobs: its job log (``time``, ``trial_id``, ``kind``)
     :param summary: its ``run.json``
     :return: trials, epochs, ``first epochs`` / ``later epochs`` / ``rest`` (shares of the worker
-        time) and ``seconds per later epoch``
+        time), ``seconds per later epoch``, ``first trained`` (the share of the budget when the
+        first configuration reached ``max_t``; NaN when none did within it), ``trained by 25 %``
+        (1.0 or 0.0) and ``its epoch / mean`` (that configuration's training seconds per epoch
+        over ``epoch_time_mean``; NaN when none)
     """
     definition, budget = summary["definition"], summary["budget_seconds"]
     epoch_attr, elapsed_attr = definition["time_attr"], definition["elapsed_time_attr"]
     within = results[results["st_tuner_time"] <= budget]
     begins = jobs[jobs["kind"].isin(JOB_STARTS)]
-    trained = 0.0
+    trained_of_trial = {}
     for trial_id, of_trial in within.groupby("trial_id"):
         starts = np.sort(begins.loc[begins["trial_id"] == trial_id, "time"].to_numpy())
         # a result's job: the last one begun before it (a job's first result comes after its
         # start; a result at a resume's time ends the job before)
         job = np.searchsorted(starts, of_trial["st_tuner_time"].to_numpy(), side="left")
-        trained += of_trial.groupby(job)[elapsed_attr].last().sum()
+        trained_of_trial[trial_id] = of_trial.groupby(job)[elapsed_attr].last().sum()
+    trained = sum(trained_of_trial.values())
+    max_t = definition["max_t"]
+    at_max_t = within[within[epoch_attr] >= max_t].sort_values("st_tuner_time")
+    if at_max_t.empty:
+        first_trained, its_epoch = np.nan, np.nan
+    else:
+        first_trained = at_max_t["st_tuner_time"].iloc[0] / budget
+        its_epoch = trained_of_trial[at_max_t["trial_id"].iloc[0]] / max_t / summary["epoch_time_mean"]
     first = within.loc[within[epoch_attr] == 1, elapsed_attr]
     worker_seconds = budget * summary["n_workers"]
     later_epochs = len(within) - len(first)
@@ -61,6 +77,9 @@ def run_worker_time(results: pd.DataFrame, jobs: pd.DataFrame, summary: dict) ->
         "later epochs": (trained - first.sum()) / worker_seconds,
         "rest": 1.0 - trained / worker_seconds,
         "seconds per later epoch": (trained - first.sum()) / later_epochs if later_epochs else np.nan,
+        "first trained": first_trained,
+        "trained by 25 %": float(first_trained <= 0.25),
+        "its epoch / mean": its_epoch,
     }
 
 
@@ -74,7 +93,8 @@ def worker_time_table(
     :param start_delay: only the runs of this start delay (None: all)
     :param tasks: one row per task of these (None: one row per family)
     :return: per (start delay, family or task, workers, method): runs and the means of
-        :func:`run_worker_time`
+        :func:`run_worker_time` (``first trained`` and ``its epoch / mean``: over the runs that
+        trained a configuration to ``max_t`` within the budget)
     """
     rows = []
     for run_file in sorted(f for d in results_dirs for f in Path(d).rglob(RUN_FILE)):
@@ -99,7 +119,8 @@ def worker_time_table(
     ).reset_index()
     order = {m: i for i, m in enumerate(method_order(table["method"].unique()))}
     table = table.sort_values([*keys, "method"], key=lambda c: c.map(order) if c.name == "method" else c)
-    table = table.round({"trials": 1, "first epochs": 3, "later epochs": 3, "rest": 3, "seconds per later epoch": 2})
+    table = table.round({"trials": 1, "first epochs": 3, "later epochs": 3, "rest": 3, "seconds per later epoch": 2,
+                         "first trained": 3, "trained by 25 %": 3, "its epoch / mean": 2})
     return table.assign(epochs=table["epochs"].round().astype(int))
 
 

@@ -1,5 +1,6 @@
 """benchmarks.worker_time: the shares of the worker time from a hand-built run whose times are known."""
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import data_folder
@@ -26,8 +27,8 @@ def _run():
         dict(time=[0.0, 4.0, 4.0, 6.0, 6.0], trial_id=[0, 0, 0, 0, 1],
              kind=["start", "pause", "resume", "pause", "start"])
     )
-    summary = dict(budget_seconds=20.0, n_workers=1,
-                   definition=dict(time_attr="epoch", elapsed_time_attr="time"))
+    summary = dict(budget_seconds=20.0, n_workers=1, epoch_time_mean=2.0,
+                   definition=dict(time_attr="epoch", elapsed_time_attr="time", max_t=4))
     return results, jobs, summary
 
 
@@ -39,6 +40,22 @@ def test_the_shares_of_the_worker_time_add_up_to_the_budget():
     assert use["later epochs"] == pytest.approx(5 / 20)
     assert use["rest"] == pytest.approx(8 / 20)
     assert use["seconds per later epoch"] == pytest.approx(5 / 4)
+
+
+def test_the_first_configuration_trained_to_max_t_and_its_seconds_per_epoch():
+    use = worker_time.run_worker_time(*_run())
+    # trial 0 reaches max_t = 4 at 6 s of the 20 s budget, after 4 + 2 s of training (1.5 s per
+    # epoch, 0.75 of the task's mean 2 s)
+    assert use["first trained"] == pytest.approx(6 / 20)
+    assert use["trained by 25 %"] == 0.0
+    assert use["its epoch / mean"] == pytest.approx(0.75)
+    results, jobs, summary = _run()
+    summary["budget_seconds"] = 30.0
+    assert worker_time.run_worker_time(results, jobs, summary)["trained by 25 %"] == 1.0
+    summary["definition"]["max_t"] = 5
+    none = worker_time.run_worker_time(results, jobs, summary)
+    assert np.isnan(none["first trained"]) and np.isnan(none["its epoch / mean"])
+    assert none["trained by 25 %"] == 0.0
 
 
 def test_a_resumed_job_whose_elapsed_time_grows_past_the_last_job_is_still_a_new_job():
@@ -63,6 +80,9 @@ def test_a_real_run_with_costly_starts_spends_the_rest_on_them(tmp_path):
     assert row["first epochs"] == pytest.approx(2 / 130, abs=1e-3)
     assert row["later epochs"] == pytest.approx(98 / 130, abs=1e-3)
     assert row["rest"] == pytest.approx(30 / 130, abs=1e-3)
+    # trial 0 is trained to max_t = 50 at 10 + 50 s, at 1 s per step (TaskSet's mean)
+    assert row["first trained"] == pytest.approx(60 / 130, abs=1e-3)
+    assert row["its epoch / mean"] == pytest.approx(1.0)
     assert worker_time.worker_time_table([tmp_path], start_delay=0).empty
 
 
