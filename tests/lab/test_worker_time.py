@@ -58,6 +58,29 @@ def test_the_first_configuration_trained_to_max_t_and_its_seconds_per_epoch():
     assert none["trained by 25 %"] == 0.0
 
 
+def _log(*decisions):
+    return pd.DataFrame([dict(time=t, reason=reason, next_trial_id=trial) for t, reason, trial in decisions])
+
+
+def test_the_first_completion_and_what_its_leader_was_known_to_cost_then():
+    results, jobs, summary = _run()
+    # at 12 s trial 0's later epochs took 1 s each (epoch 2 of its first job, epoch 4 of its
+    # resumed one), trial 1's 2 s: the median is 1.5 s, so trial 1 is 2 / 1.5 times it
+    log = _log((0.0, "initial_random", 0), (6.0, "acquisition", 1), (12.0, "completion", 1), (14.0, "completion", 0))
+    use = worker_time.run_worker_time(results, jobs, summary, log)
+    assert use["completion from"] == pytest.approx(12 / 20)
+    assert use["its leader's epoch / median"] == pytest.approx(2 / 1.5)
+    # at 5 s only trial 0 has a later epoch (epoch 3 is its resumed job's first): trial 1 has
+    # none, trial 0 is the median itself
+    early = worker_time.run_worker_time(results, jobs, summary, _log((5.0, "completion", 1)))
+    assert early["completion from"] == pytest.approx(5 / 20) and np.isnan(early["its leader's epoch / median"])
+    assert worker_time.run_worker_time(results, jobs, summary, _log((5.0, "completion", 0)))[
+        "its leader's epoch / median"] == pytest.approx(1.0)
+    for no_completion in (None, _log((0.0, "initial_random", 0))):
+        none = worker_time.run_worker_time(results, jobs, summary, no_completion)
+        assert np.isnan(none["completion from"]) and np.isnan(none["its leader's epoch / median"])
+
+
 def test_a_resumed_job_whose_elapsed_time_grows_past_the_last_job_is_still_a_new_job():
     results, jobs, summary = _run()
     # trial 0's resumed epochs take 5 s each: elapsed 5 and 10 after the resume, both above
@@ -83,6 +106,9 @@ def test_a_real_run_with_costly_starts_spends_the_rest_on_them(tmp_path):
     # trial 0 is trained to max_t = 50 at 10 + 50 s, at 1 s per step (TaskSet's mean)
     assert row["first trained"] == pytest.approx(60 / 130, abs=1e-3)
     assert row["its epoch / mean"] == pytest.approx(1.0)
+    assert np.isnan(row["completion from"])  # RandomSearch writes no decision log
+    [split] = worker_time.worker_time_table([tmp_path], by_trained=True).to_dict("records")
+    assert split["trained by 25 %"] == 0.0 and split["runs"] == 1 and split["first trained"] == row["first trained"]
     assert worker_time.worker_time_table([tmp_path], start_delay=0).empty
 
 
