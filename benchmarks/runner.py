@@ -160,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-e": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.5))}),
-    "DeepPowerLaw-costs-e": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.5))}),
 }
 
 
