@@ -160,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-e1": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0))}),
-    "DeepPowerLaw-costs-e1": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0))}),
 }
 
 

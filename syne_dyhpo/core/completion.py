@@ -118,9 +118,7 @@ class CompletionRun:
         settings: IncumbentCompletion,
         observations: Observations,
         start_epochs: Callable[[], tuple[float, float]] | None = None,
-        slow_trials: Callable[[], frozenset[int]] | None = None,
     ):
-        self.slow_trials = slow_trials  # screen (issue 50)
         self.settings = settings
         self.observations = observations
         self.start_epochs = start_epochs
@@ -171,21 +169,14 @@ class CompletionRun:
             return None
         if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None
-        slow = frozenset() if self.slow_trials is None or obs.any_trained() else self.slow_trials() - self.completing
-        if slow:
-            import heapq
-            scores = obs._latest_per_trial if latest else obs._best_per_trial
-            top = heapq.nlargest(self.num_leaders(num_workers), (v for t, v in scores.items() if t not in slow))
-            threshold = top[-1] if top else -np.inf
-        else:
-            threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
+        threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
         if not np.isfinite(threshold):
             return None
         limit_reached = settings.limit is not None and len(self.chosen) >= settings.limit
         champion, champion_best = None, -np.inf
         for record in records:
             best = score(record)
-            if best >= threshold and best > champion_best and record.last_epoch < max_t and record.trial_id not in slow:
+            if best >= threshold and best > champion_best and record.last_epoch < max_t:
                 if limit_reached and record.trial_id not in self.chosen:
                     continue
                 champion, champion_best = record, best
