@@ -42,7 +42,8 @@ from benchmarks.wallclock import JOB_STARTS, JOBS_FILE, WALLCLOCK
 FIRST_POINT = min(FRACTIONS)
 TRAINED_BY = f"trained by {round(100 * FIRST_POINT)} %"
 #: the columns of :func:`first_completion`
-COMPLETION_COLUMNS = ("completion from", "its leader's epoch / median")
+COMPLETION_FROM, LEADER_SLOWNESS = "completion from", "its leader's epoch / median"
+COMPLETION_COLUMNS = (COMPLETION_FROM, LEADER_SLOWNESS)
 
 
 def _with_jobs(results: pd.DataFrame, jobs: pd.DataFrame) -> pd.DataFrame:
@@ -184,7 +185,7 @@ def worker_time_table(
     table = table.sort_values([*keys, "method"], key=lambda c: c.map(order) if c.name == "method" else c)
     table = table.round({"trials": 1, "first epochs": 3, "later epochs": 3, "rest": 3, "seconds per later epoch": 2,
                          "first trained": 3, TRAINED_BY: 3, "its epoch / mean": 2,
-                         "completion from": 3, "its leader's epoch / median": 2})
+                         COMPLETION_FROM: 3, LEADER_SLOWNESS: 2})
     return table.assign(epochs=table["epochs"].round().astype(int))
 
 
