@@ -53,8 +53,6 @@ from benchmarks.wallclock import (
 )
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
-from syne_dyhpo.methods.deep_power_law import DeepPowerLawCompletion
-from syne_dyhpo.methods.dyhpo import DyHPOCompletion
 
 logger = logging.getLogger(__name__)
 
@@ -162,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-w": ("DyHPO", {**JOB_COSTS, "completion": DyHPOCompletion(after_per_worker=True)}),
-    "DeepPowerLaw-costs-w": ("DeepPowerLaw", {**JOB_COSTS, "completion": DeepPowerLawCompletion(after_per_worker=True)}),
 }
 
 

@@ -78,7 +78,6 @@ class IncumbentCompletion:
     commit_after: float | None = 0.5
     limit: int | None = None
     leader_score: str = "best"
-    after_per_worker: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -90,7 +89,6 @@ class IncumbentCompletion:
             "committed": checked_integer(f"{name}.committed", self.committed, 0),
             "limit": checked_integer(f"{name}.limit", self.limit, 1, allow_none=True),
             "leader_score": checked_choice(f"{name}.leader_score", self.leader_score, LEADER_SCORES),
-            "after_per_worker": checked_flag(f"{name}.after_per_worker", self.after_per_worker),
         }
         if self.commit_after is not None:
             # the smallest positive float as the lower bound: (0, 1]
@@ -120,9 +118,7 @@ class CompletionRun:
         settings: IncumbentCompletion,
         observations: Observations,
         start_epochs: Callable[[], tuple[float, float]] | None = None,
-        start_shown: Callable[[], bool] | None = None,
     ):
-        self.start_shown = start_shown
         self.settings = settings
         self.observations = observations
         self.start_epochs = start_epochs
@@ -169,10 +165,7 @@ class CompletionRun:
         if committed:
             return self._chosen(max(committed, key=score), new=False)
         new_starts, all_starts = (0.0, 0.0) if self.start_epochs is None else self.start_epochs()
-        after = settings.after
-        if settings.after_per_worker and self.start_shown is not None and self.start_shown():
-            after = math.ceil(after / max(1, num_workers))
-        if obs.num_first_epochs + new_starts < after:
+        if obs.num_first_epochs + new_starts < settings.after:
             return None
         if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None
