@@ -51,7 +51,6 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
-from syne_dyhpo.core.depth_gate import DepthGate
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
 
@@ -161,9 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DeepPowerLaw-costs-g50": ("DeepPowerLaw", {**JOB_COSTS, "depth_gate": DepthGate(top_fraction=0.5)}),
-    "DeepPowerLaw-costs-g33": ("DeepPowerLaw", {**JOB_COSTS, "depth_gate": DepthGate(top_fraction=1 / 3)}),
 }
 
 
