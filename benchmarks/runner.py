@@ -53,8 +53,6 @@ from benchmarks.wallclock import (
 )
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
-from syne_dyhpo.methods.deep_power_law import DeepPowerLawCompletion
-from syne_dyhpo.methods.dyhpo import DyHPOCompletion
 
 logger = logging.getLogger(__name__)
 
@@ -162,18 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DyHPO-costs-e1": ("DyHPO", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0))}),
-    "DeepPowerLaw-costs-e1": ("DeepPowerLaw", {"options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0))}),
-    "DyHPO-costs-x": ("DyHPO", {
-        "options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0)),
-        "completion": DyHPOCompletion(after_per_worker=True, share=0.5),
-    }),
-    "DyHPO-costs-wl": ("DyHPO", {**JOB_COSTS, "completion": DyHPOCompletion(after_per_worker=True, share=0.5)}),
-    "DeepPowerLaw-costs-x": ("DeepPowerLaw", {
-        "options": FreezeThawOptions(job_costs=JobCosts(leader_slowdown=1.0)),
-        "completion": DeepPowerLawCompletion(after_per_worker=True),
-    }),
 }
 
 

@@ -78,7 +78,6 @@ class IncumbentCompletion:
     commit_after: float | None = 0.5
     limit: int | None = None
     leader_score: str = "best"
-    after_per_worker: bool = False
 
     def __post_init__(self) -> None:
         name = type(self).__name__
@@ -119,11 +118,7 @@ class CompletionRun:
         settings: IncumbentCompletion,
         observations: Observations,
         start_epochs: Callable[[], tuple[float, float]] | None = None,
-        slow_trials: Callable[[], frozenset[int]] | None = None,
-        start_shown: Callable[[], bool] | None = None,
     ):
-        self.start_shown = start_shown
-        self.slow_trials = slow_trials  # screen (issue 50)
         self.settings = settings
         self.observations = observations
         self.start_epochs = start_epochs
@@ -170,28 +165,18 @@ class CompletionRun:
         if committed:
             return self._chosen(max(committed, key=score), new=False)
         new_starts, all_starts = (0.0, 0.0) if self.start_epochs is None else self.start_epochs()
-        after = settings.after
-        if settings.after_per_worker and self.start_shown is not None and self.start_shown():
-            after = math.ceil(after / max(1, num_workers))
-        if obs.num_first_epochs + new_starts < after:
+        if obs.num_first_epochs + new_starts < settings.after:
             return None
         if obs.num_observations + all_starts < settings.delay * max_t / num_workers**2:
             return None
-        slow = frozenset() if self.slow_trials is None or obs.any_trained() else self.slow_trials() - self.completing
-        if slow:
-            import heapq
-            scores = obs._latest_per_trial if latest else obs._best_per_trial
-            top = heapq.nlargest(self.num_leaders(num_workers), (v for t, v in scores.items() if t not in slow))
-            threshold = top[-1] if top else -np.inf
-        else:
-            threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
+        threshold = obs.leader_threshold(self.num_leaders(num_workers), latest=latest)
         if not np.isfinite(threshold):
             return None
         limit_reached = settings.limit is not None and len(self.chosen) >= settings.limit
         champion, champion_best = None, -np.inf
         for record in records:
             best = score(record)
-            if best >= threshold and best > champion_best and record.last_epoch < max_t and record.trial_id not in slow:
+            if best >= threshold and best > champion_best and record.last_epoch < max_t:
                 if limit_reached and record.trial_id not in self.chosen:
                     continue
                 champion, champion_best = record, best

@@ -134,9 +134,7 @@ class DecisionMaker:
             None
             if completion is None
             else CompletionRun(
-                completion, observations, start_epochs=None if job_timer is None else job_timer.start_epochs_spent,
-                slow_trials=None if job_timer is None else job_timer.slow_trials,
-                start_shown=None if job_timer is None else (lambda: job_timer.start_shown),
+                completion, observations, start_epochs=None if job_timer is None else job_timer.start_epochs_spent
             )
         )
         #: acquisition values of the new configurations at the last decision (None if that

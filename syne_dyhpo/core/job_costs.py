@@ -128,9 +128,6 @@ class JobCosts:
     free_until_se: float | None = 2.0
     timed_resumes: int = 2
     new_start_shows_at: float | None = 5.0
-    #: screen (issue 50): until a configuration is trained to max_t, a trial whose own mean epoch is over
-    #: this many times the median of the timed trials' may not become a completion leader (None: any may)
-    leader_slowdown: float | None = None
 
     def __post_init__(self) -> None:
         for field, expected in (
@@ -399,17 +396,6 @@ class JobTimer:
         if missing.any():
             own[missing] = self._predicted_epoch(x[missing], epoch)
         return own
-
-    def slow_trials(self) -> frozenset[int]:
-        """Screen (issue 50): the timed trials whose own mean epoch is over
-        ``leader_slowdown`` times the median of the timed trials' own means."""
-        if self.costs.leader_slowdown is None or not self._trial_epochs:
-            return frozenset()
-        own = {t: self._own_epoch(t) for t, (_, epochs) in self._trial_epochs.items() if epochs > 0}
-        if not own:
-            return frozenset()
-        bound = self.costs.leader_slowdown * float(np.median(list(own.values())))
-        return frozenset(t for t, seconds in own.items() if seconds > bound)
 
     def _own_epoch(self, trial_id: int) -> float:
         seconds, epochs = self._trial_epochs[trial_id]
