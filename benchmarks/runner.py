@@ -53,8 +53,6 @@ from benchmarks.wallclock import (
 )
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
-from syne_dyhpo.methods.deep_power_law import DeepPowerLawSurrogate
-from syne_dyhpo.surrogates.power_law import PowerLawConfig
 
 logger = logging.getLogger(__name__)
 
@@ -162,13 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DeepPowerLaw-costs-bn": (
-        "DeepPowerLaw", {**JOB_COSTS, "surrogate": DeepPowerLawSurrogate(model=PowerLawConfig(batch_norm=True))}
-    ),
-    "DeepPowerLaw-costs-l1": (
-        "DeepPowerLaw", {**JOB_COSTS, "surrogate": DeepPowerLawSurrogate(model=PowerLawConfig(loss="l1"))}
-    ),
 }
 
 
