@@ -53,7 +53,6 @@ from benchmarks.wallclock import (
 )
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
-from syne_dyhpo.methods.deep_power_law import DeepPowerLawCompletion
 
 logger = logging.getLogger(__name__)
 
@@ -161,8 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DeepPowerLaw-costs-d1": ("DeepPowerLaw", {**JOB_COSTS, "completion": DeepPowerLawCompletion(delay=1.0)}),
 }
 
 
