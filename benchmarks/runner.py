@@ -51,8 +51,8 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
-from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.job_costs import JobCosts
+from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.options import FreezeThawOptions
 
 logger = logging.getLogger(__name__)
@@ -162,10 +162,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
     # screen of issue 50
-    "DyHPO-costs-r10": (
-        "DyHPO",
-        {"options": FreezeThawOptions(job_costs=JobCosts(), candidates=CandidateOptions(num_initial_random=10))},
-    ),
     "DeepPowerLaw-costs-r10": (
         "DeepPowerLaw",
         {"options": FreezeThawOptions(job_costs=JobCosts(), candidates=CandidateOptions(num_initial_random=10))},
