@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from syne_dyhpo.checks import checked_integer
+from syne_dyhpo.checks import checked_flag, checked_integer
 from syne_dyhpo.core.observations import Observations, TrialRecord
 
 
@@ -27,6 +27,10 @@ class CandidateOptions:
     :param num_initial_random: trials started with random configurations before the
         surrogate is used (it also waits for the policy's ``min_observations`` results).
         Defaults to 1 (the papers)
+    :param divide_initial_random: if True, ``num_initial_random`` counts for one worker and a
+        run with ``w`` workers (as far as seen: most trials running at once) starts
+        ``ceil(num_initial_random / w)`` random configurations, since its first ``w`` start
+        before any result anyway. Defaults to False (``num_initial_random`` whatever the workers)
     :param configs: optional finite set of configurations (e.g. a tabular benchmark's rows);
         new configurations are then drawn only from it, each at most once. Defaults to None
         (drawn from the configuration space)
@@ -35,6 +39,7 @@ class CandidateOptions:
     num_candidates: int = 256
     num_kept: int = 0
     num_initial_random: int = 1
+    divide_initial_random: bool = False
     configs: Sequence[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -50,16 +55,29 @@ class CandidateOptions:
         object.__setattr__(
             self, "num_initial_random", checked_integer(f"{name}.num_initial_random", self.num_initial_random, 0)
         )
+        object.__setattr__(
+            self, "divide_initial_random", checked_flag(f"{name}.divide_initial_random", self.divide_initial_random)
+        )
         if self.configs is not None and (
             isinstance(self.configs, dict) or not all(isinstance(c, dict) for c in self.configs)
         ):
             raise ValueError(f"{name}.configs must be a list of configurations (dicts), got {self.configs!r}")
+
+    def num_random_starts(self, num_workers: int) -> int:
+        """Trials started with random configurations before the surrogate is used.
+
+        :param num_workers: workers of the run (as far as seen)
+        """
+        if not self.divide_initial_random:
+            return self.num_initial_random
+        return -(-self.num_initial_random // max(1, num_workers))
 
     def metadata(self) -> dict[str, Any]:
         return {
             "num_candidates": self.num_candidates,
             "num_kept": self.num_kept,
             "num_initial_random": self.num_initial_random,
+            "divide_initial_random": self.divide_initial_random,
             "num_configs": None if self.configs is None else len(self.configs),
         }
 

@@ -79,9 +79,9 @@ class Decision:
 
 class DecisionMaker:
     """Chooses the candidate for the next budget step: a random start while
-    ``candidates.num_initial_random`` trials are not started, else the incumbent completion
-    (if any), a successive-halving promotion (if any, with its probability), else the argmax
-    of the policy's acquisition.
+    ``candidates.num_random_starts(num_workers)`` trials are not started, else the incumbent
+    completion (if any), a successive-halving promotion (if any, with its probability), else the
+    argmax of the policy's acquisition.
 
     :param policy: surrogate + acquisition scoring the candidates
     :param observations: curves of all trials
@@ -89,7 +89,7 @@ class DecisionMaker:
     :param rng: random state of the decisions (ties, promotions, fallbacks)
     :param random_seed: base seed of the surrogate's training
     :param candidates: how new configurations are offered (this uses its
-        ``num_initial_random``)
+        :meth:`~syne_dyhpo.core.candidates.CandidateOptions.num_random_starts`)
     :param completion: the incumbent completion's settings (None: none, the papers); its state
         is this decision maker's own (:attr:`completion`)
     :param promotion: successive-halving promotion (None: none, the papers)
@@ -168,7 +168,7 @@ class DecisionMaker:
             return None
         self.num_decisions += 1
         first_epoch = self.segment_end(None)
-        initial = num_started < self.candidates.num_initial_random
+        initial = num_started < self.candidates.num_random_starts(num_workers)
         if new_configs and (initial or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):

@@ -555,6 +555,35 @@ def test_without_kept_candidates_every_decision_draws_afresh():
     )
 
 
+def test_divided_initial_random_count_is_per_worker_seen():
+    divided = CandidateOptions(num_initial_random=10, divide_initial_random=True)
+    assert [divided.num_random_starts(w) for w in (1, 2, 3, 4, 5, 11)] == [10, 5, 4, 3, 2, 1]
+    assert [CandidateOptions(num_initial_random=10).num_random_starts(w) for w in (1, 4)] == [10, 10]
+    assert CandidateOptions(num_initial_random=0, divide_initial_random=True).num_random_starts(4) == 0
+
+
+def test_divided_initial_random_decides_by_the_workers_seen():
+    def prefer(tid, c):
+        return 10.0 if tid == 0 else (1.0 if tid is None else 0.0)
+
+    # one worker: three random starts, the loved trial 0 paused for them, then resumed
+    s = make(prefer, candidates=CandidateOptions(num_initial_random=3, divide_initial_random=True, configs=TABLE))
+    for i in range(3):
+        trial = start(s, i)
+        assert report(s, trial, 1, 0.5) == D.PAUSE
+        s.on_trial_remove(trial)
+    sug = s.suggest()
+    assert not sug.spawn_new_trial_id and sug.checkpoint_trial_id == 0
+    # two workers seen: ceil(3 / 2) = 2 random starts, so trial 0 keeps running at once ...
+    s = make(prefer, candidates=CandidateOptions(num_initial_random=3, divide_initial_random=True, configs=TABLE))
+    t0, _ = start(s, 0), start(s, 1)
+    assert report(s, t0, 1, 0.5) == D.CONTINUE
+    # ... where the undivided count still starts a third random configuration
+    s = make(prefer, num_initial_random=3)
+    t0, _ = start(s, 0), start(s, 1)
+    assert report(s, t0, 1, 0.5) == D.PAUSE
+
+
 def test_candidate_options_are_checked_naming_the_field_and_value():
     for value in (-1, 1.5, True, "2"):
         with pytest.raises(ValueError, match=f"CandidateOptions.num_kept must be an integer >= 0, got {value!r}"):
@@ -567,6 +596,8 @@ def test_candidate_options_are_checked_naming_the_field_and_value():
         ValueError, match=re.escape("CandidateOptions.num_initial_random must be an integer >= 0, got -1")
     ):
         CandidateOptions(num_initial_random=-1)
+    with pytest.raises(ValueError, match=re.escape("CandidateOptions.divide_initial_random must be True or False")):
+        CandidateOptions(divide_initial_random=1)
     with pytest.raises(ValueError, match=re.escape("CandidateOptions.configs must be a list of configurations")):
         CandidateOptions(configs={"x": 0.5})
     with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.candidates must be a CandidateOptions, got 256")):
