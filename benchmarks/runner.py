@@ -51,7 +51,6 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
-from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
 
@@ -161,15 +160,6 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
-    # screen of issue 50
-    "DeepPowerLaw-costs-r10s": (
-        "DeepPowerLaw",
-        {
-            "options": FreezeThawOptions(
-                candidates=CandidateOptions(num_initial_random=10, divide_initial_random=True), job_costs=JobCosts()
-            )
-        },
-    ),
 }
 
 

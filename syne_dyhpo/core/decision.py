@@ -11,7 +11,6 @@ decision log needs of it.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
@@ -169,13 +168,7 @@ class DecisionMaker:
             return None
         self.num_decisions += 1
         first_epoch = self.segment_end(None)
-        num_random = self.candidates.num_random_starts(num_workers)
-        if self.candidates.divide_initial_random and self.job_timer is not None:
-            # screen of issue 50: the random starts' time bounded by num_initial_random epochs
-            start, epoch = self.job_timer.start_seconds_of("new"), self.job_timer.epoch_seconds
-            if start and epoch and start > epoch:
-                num_random = max(1, math.ceil(num_random * epoch / start))
-        initial = num_started < num_random
+        initial = num_started < self.candidates.num_random_starts(num_workers)
         if new_configs and (initial or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):
