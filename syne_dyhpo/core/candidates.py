@@ -3,6 +3,7 @@ at the first budget."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,12 @@ class CandidateOptions:
         run with ``w`` workers (as far as seen: most trials running at once) starts
         ``ceil(num_initial_random / w)`` random configurations, since its first ``w`` start
         before any result anyway. Defaults to False (``num_initial_random`` whatever the workers)
+    :param divide_initial_random_by_start: if True, the random starts (divided by the workers
+        or not) are also divided by a new trial's start in epochs, as
+        :class:`~syne_dyhpo.core.job_costs.JobCosts` learns it, when a start costs more than an
+        epoch (rounded up, at least one): their starts then take about as long as their count
+        of epochs would. Without ``job_costs``, or before a start and an epoch are timed, the
+        count is not divided. Defaults to False
     :param configs: optional finite set of configurations (e.g. a tabular benchmark's rows);
         new configurations are then drawn only from it, each at most once. Defaults to None
         (drawn from the configuration space)
@@ -40,6 +47,7 @@ class CandidateOptions:
     num_kept: int = 0
     num_initial_random: int = 1
     divide_initial_random: bool = False
+    divide_initial_random_by_start: bool = False
     configs: Sequence[dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
@@ -58,19 +66,32 @@ class CandidateOptions:
         object.__setattr__(
             self, "divide_initial_random", checked_flag(f"{name}.divide_initial_random", self.divide_initial_random)
         )
+        object.__setattr__(
+            self,
+            "divide_initial_random_by_start",
+            checked_flag(f"{name}.divide_initial_random_by_start", self.divide_initial_random_by_start),
+        )
         if self.configs is not None and (
             isinstance(self.configs, dict) or not all(isinstance(c, dict) for c in self.configs)
         ):
             raise ValueError(f"{name}.configs must be a list of configurations (dicts), got {self.configs!r}")
 
-    def num_random_starts(self, num_workers: int) -> int:
+    def num_random_starts(
+        self, num_workers: int, start_seconds: float | None = None, epoch_seconds: float | None = None
+    ) -> int:
         """Trials started with random configurations before the surrogate is used.
 
         :param num_workers: workers of the run (as far as seen)
+        :param start_seconds: a new trial's start in seconds (None: not known)
+        :param epoch_seconds: an epoch in seconds (None: not known)
         """
-        if not self.divide_initial_random:
-            return self.num_initial_random
-        return -(-self.num_initial_random // max(1, num_workers))
+        count = self.num_initial_random
+        if self.divide_initial_random:
+            count = math.ceil(count / max(1, num_workers))
+        start_costs_more = bool(start_seconds and epoch_seconds and start_seconds > epoch_seconds)
+        if count and self.divide_initial_random_by_start and start_costs_more:
+            count = max(1, math.ceil(count * epoch_seconds / start_seconds))
+        return count
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -78,6 +99,7 @@ class CandidateOptions:
             "num_kept": self.num_kept,
             "num_initial_random": self.num_initial_random,
             "divide_initial_random": self.divide_initial_random,
+            "divide_initial_random_by_start": self.divide_initial_random_by_start,
             "num_configs": None if self.configs is None else len(self.configs),
         }
 

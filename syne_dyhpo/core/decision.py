@@ -22,7 +22,7 @@ from syne_dyhpo.core.acquisition_protocol import AcquisitionValues, Prediction
 from syne_dyhpo.core.candidates import CandidateOptions, make_candidates
 from syne_dyhpo.core.completion import CompletionRun, IncumbentCompletion
 from syne_dyhpo.core.depth_gate import DepthGate
-from syne_dyhpo.core.job_costs import JobTimer
+from syne_dyhpo.core.job_costs import NEW, JobTimer
 from syne_dyhpo.core.observations import Observations, TrialRecord, TrialStatus
 from syne_dyhpo.core.policy import FittedModel, SurrogatePolicy
 from syne_dyhpo.core.promotion import SuccessiveHalvingPromotion
@@ -168,7 +168,7 @@ class DecisionMaker:
             return None
         self.num_decisions += 1
         first_epoch = self.segment_end(None)
-        initial = num_started < self.candidates.num_random_starts(num_workers)
+        initial = num_started < self._num_random_starts(num_workers)
         if new_configs and (initial or not self.policy.ready(self.observations)):
             return Decision.start(new_configs[0], epoch=first_epoch, reason="initial_random")
         if not self.policy.ready(self.observations):
@@ -205,6 +205,15 @@ class DecisionMaker:
         if winner is not None:
             return Decision.resume(winner.trial_id, retire=retire, epoch=epoch, **why)
         return Decision.start(new_configs[i - len(records)], retire=retire, epoch=epoch, **why)
+
+    def _num_random_starts(self, num_workers: int) -> int:
+        """Random starts before the surrogate is used (:meth:`CandidateOptions.num_random_starts`),
+        with a new trial's start and an epoch as the job timer has learned them."""
+        if self.job_timer is None or not self.candidates.divide_initial_random_by_start:
+            return self.candidates.num_random_starts(num_workers)
+        return self.candidates.num_random_starts(
+            num_workers, start_seconds=self.job_timer.start_seconds_of(NEW), epoch_seconds=self.job_timer.epoch_seconds
+        )
 
     def _acquisition_values(
         self,

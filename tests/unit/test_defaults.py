@@ -59,7 +59,7 @@ CHANGED = {
     "after": 5, "delay": 1.0, "share": 0.25, "leaders_until_trained": True, "committed": 2,
     "commit_after": 0.75, "limit": 3, "leader_score": "latest",
     "top_fraction": 0.5, "min_kept": 3, "num_candidates": 100, "num_kept": 7, "num_initial_random": 4,
-    "divide_initial_random": True,
+    "divide_initial_random": True, "divide_initial_random_by_start": True,
     "configs": [{"x": 0.25}, {"x": 0.75}], "max_kept": 6, "restart_if_lost": True,
 }
 OTHER = {"lr": 0.01, "batch_norm": False, "leaders_until_trained": False, "committed": 0, "share": 0.5}

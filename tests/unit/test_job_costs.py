@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from conftest import suggested_trial
 from syne_tune.optimizer.scheduler import SchedulerDecision as D
-from test_scheduler_core import completion, make, start
+from test_scheduler_core import TABLE, completion, make, start
 
-from syne_dyhpo import JobCosts
+from syne_dyhpo import CandidateOptions, JobCosts
 from syne_dyhpo.core import job_costs
 from syne_dyhpo.core.job_costs import NEW, RESUME, JobTimer
 from syne_dyhpo.core.observations import TrialStatus
@@ -407,6 +407,41 @@ def test_the_completion_counts_a_new_trials_start_as_epochs_in_its_wait_for_firs
     # after = 9: nine first epochs with free starts; with a start of 2 s against an epoch of 1 s
     # each configuration counts 3 (its first epoch and its start), so three; with 8 s, one
     assert _configs_before_completion(JobCosts(start_seconds=start_seconds), after=9) == configs
+
+
+def _random_starts(costs, by_start):
+    """Decisions that started a random configuration, one worker, 1 s per epoch in the results'
+    simulated time, a job start costing ``costs.start_seconds``, ten random starts asked for; the
+    policy loves trial 0, so every start after the random ones is its resume."""
+    candidates = CandidateOptions(num_initial_random=10, divide_initial_random_by_start=by_start, configs=TABLE)
+    s = make(
+        lambda tid, c: 10.0 if tid == 0 else (1.0 if tid is None else 0.0),
+        max_t=20,
+        max_resource_attr="stop_at",
+        job_costs=costs,
+        candidates=candidates,
+    )
+    clock, trials = 0.0, {}
+    for _ in range(12):
+        trial = suggested_trial(s, trials)
+        clock += costs.start_seconds
+        answer = D.CONTINUE
+        while answer == D.CONTINUE:
+            clock += 1.0
+            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": 1.0 / epoch, "st_tuner_time": clock})
+        s.on_trial_remove(trial)
+    return int((s.decision_log().reason == "initial_random").sum())
+
+
+@pytest.mark.parametrize("start_seconds, by_start, random_starts", [
+    (4.0, True, 3), (4.0, False, 10), (0.5, True, 10), (0.0, True, 10), (20.0, True, 1),
+])
+def test_random_starts_divided_by_the_start_in_epochs_through_the_scheduler(start_seconds, by_start, random_starts):
+    # the first trial's segment times an epoch (1 s), so every later decision knows the start in
+    # epochs: ceil(10 x 1 / 4) = 3 random starts, ten without the option or when a start is at
+    # most an epoch, one when it costs twenty
+    assert _random_starts(JobCosts(start_seconds=start_seconds), by_start) == random_starts
 
 
 # ----- a start counts as free until resumes show that it costs ----------------------------------

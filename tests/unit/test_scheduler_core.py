@@ -562,6 +562,23 @@ def test_divided_initial_random_count_is_per_worker_seen():
     assert CandidateOptions(num_initial_random=0, divide_initial_random=True).num_random_starts(4) == 0
 
 
+def test_initial_random_count_divided_by_a_start_dearer_than_an_epoch():
+    by_start = CandidateOptions(num_initial_random=10, divide_initial_random=True, divide_initial_random_by_start=True)
+    # ceil(ceil(10 / w) x epoch / start), at least one, when the start costs more than the epoch
+    assert [by_start.num_random_starts(1, start, 1.0) for start in (4.0, 2.5, 10.0, 100.0)] == [3, 4, 1, 1]
+    assert [by_start.num_random_starts(4, start, 1.0) for start in (2.0, 4.0)] == [2, 1]
+    # a start at most an epoch, or not known yet: only divided by the workers
+    assert [by_start.num_random_starts(1, start, 1.0) for start in (1.0, 0.5, 0.0, None)] == [10, 10, 10, 10]
+    assert by_start.num_random_starts(4, 4.0, None) == 3
+    assert CandidateOptions(num_initial_random=10).num_random_starts(1, 4.0, 1.0) == 10
+    assert CandidateOptions(num_initial_random=10, divide_initial_random_by_start=True).num_random_starts(
+        2, 4.0, 1.0
+    ) == 3
+    assert CandidateOptions(num_initial_random=0, divide_initial_random_by_start=True).num_random_starts(
+        1, 4.0, 1.0
+    ) == 0
+
+
 def test_divided_initial_random_decides_by_the_workers_seen():
     def prefer(tid, c):
         return 10.0 if tid == 0 else (1.0 if tid is None else 0.0)
@@ -598,6 +615,10 @@ def test_candidate_options_are_checked_naming_the_field_and_value():
         CandidateOptions(num_initial_random=-1)
     with pytest.raises(ValueError, match=re.escape("CandidateOptions.divide_initial_random must be True or False")):
         CandidateOptions(divide_initial_random=1)
+    with pytest.raises(
+        ValueError, match=re.escape("CandidateOptions.divide_initial_random_by_start must be True or False")
+    ):
+        CandidateOptions(divide_initial_random_by_start="yes")
     with pytest.raises(ValueError, match=re.escape("CandidateOptions.configs must be a list of configurations")):
         CandidateOptions(configs={"x": 0.5})
     with pytest.raises(ValueError, match=re.escape("FreezeThawOptions.candidates must be a CandidateOptions, got 256")):
