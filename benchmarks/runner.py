@@ -51,6 +51,7 @@ from benchmarks.wallclock import (
     job_starts_until,
     simulator_config,
 )
+from syne_dyhpo.core.candidates import CandidateOptions
 from syne_dyhpo.core.job_costs import JobCosts
 from syne_dyhpo.core.options import FreezeThawOptions
 
@@ -143,6 +144,18 @@ PAPERS: dict[str, Any] = {"completion": None, "depth_gate": None}
 #: results' timestamps; every other default kept
 JOB_COSTS: dict[str, Any] = {"options": FreezeThawOptions(job_costs=JobCosts())}
 
+#: The open lead of issue 50 (docs/deviations.md, "The open lead"): with ``JOB_COSTS``, ten
+#: random configurations before the surrogate, divided by the workers and by a new trial's start
+#: in epochs when it costs more than an epoch
+JOB_COSTS_R10S: dict[str, Any] = {
+    "options": FreezeThawOptions(
+        candidates=CandidateOptions(
+            num_initial_random=10, divide_initial_random=True, divide_initial_random_by_start=True
+        ),
+        job_costs=JobCosts(),
+    )
+}
+
 #: Every method the lab runs: name -> (preset, constructor arguments overriding its defaults).
 #: A variant of ours sets one deviation from the papers to the papers' setting, or all of them
 #: (``-papers``)
@@ -160,6 +173,8 @@ VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
     "DeepPowerLaw-papers": ("DeepPowerLaw", PAPERS),
     "DyHPO-costs": ("DyHPO", JOB_COSTS),
     "DeepPowerLaw-costs": ("DeepPowerLaw", JOB_COSTS),
+    "DyHPO-costs-r10s": ("DyHPO", JOB_COSTS_R10S),
+    "DeepPowerLaw-costs-r10s": ("DeepPowerLaw", JOB_COSTS_R10S),
 }
 
 
