@@ -377,6 +377,22 @@ def test_start_epochs_spent_count_each_start_as_the_epochs_its_seconds_would_tra
     assert _timed(JobCosts(start_seconds=0)).start_epochs_spent() == (0.0, 0.0)
 
 
+def _run_one_job(s, trials, clock, start_seconds, loss=lambda trial_id, epoch: 1.0 / epoch):
+    """Runs the suggested job on the one worker until the scheduler stops or pauses it: its start
+    costs ``start_seconds``, each epoch 1 s of the results' simulated time; returns the clock."""
+    trial = suggested_trial(s, trials)
+    clock += start_seconds
+    answer = D.CONTINUE
+    while answer == D.CONTINUE:
+        clock += 1.0
+        epoch = s.observations.trials[trial.trial_id].last_epoch + 1
+        answer = s.on_trial_result(
+            trial, {"epoch": epoch, "loss": loss(trial.trial_id, epoch), "st_tuner_time": clock}
+        )
+    s.on_trial_remove(trial)
+    return clock
+
+
 def _configs_before_completion(costs, after):
     """Configurations started before the completion's first decision, one worker, 1 s per epoch
     in the results' simulated time, a job start costing ``costs.start_seconds``; the policy
@@ -390,15 +406,8 @@ def _configs_before_completion(costs, after):
     )
     clock, trials = 0.0, {}
     while "completion" not in set(s.decision_log().reason):
-        trial = suggested_trial(s, trials)
-        clock += costs.start_seconds
-        answer = D.CONTINUE
-        while answer == D.CONTINUE:
-            clock += 1.0
-            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-            loss = 1.0 / epoch + trial.trial_id  # trial 0 leads
-            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": loss, "st_tuner_time": clock})
-        s.on_trial_remove(trial)
+        # trial 0 leads
+        clock = _run_one_job(s, trials, clock, costs.start_seconds, loss=lambda tid, epoch: 1.0 / epoch + tid)
     return len(s.observations.trials)
 
 
@@ -423,14 +432,7 @@ def _random_starts(costs, by_start):
     )
     clock, trials = 0.0, {}
     for _ in range(12):
-        trial = suggested_trial(s, trials)
-        clock += costs.start_seconds
-        answer = D.CONTINUE
-        while answer == D.CONTINUE:
-            clock += 1.0
-            epoch = s.observations.trials[trial.trial_id].last_epoch + 1
-            answer = s.on_trial_result(trial, {"epoch": epoch, "loss": 1.0 / epoch, "st_tuner_time": clock})
-        s.on_trial_remove(trial)
+        clock = _run_one_job(s, trials, clock, costs.start_seconds)
     return int((s.decision_log().reason == "initial_random").sum())
 
 
