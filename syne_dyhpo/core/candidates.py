@@ -88,8 +88,8 @@ class CandidateOptions:
         count = self.num_initial_random
         if self.divide_initial_random:
             count = math.ceil(count / max(1, num_workers))
-        start_costs_more = bool(start_seconds and epoch_seconds and start_seconds > epoch_seconds)
-        if count and self.divide_initial_random_by_start and start_costs_more:
+        by_start = self.divide_initial_random_by_start and count > 0
+        if by_start and start_seconds and epoch_seconds and start_seconds > epoch_seconds:
             count = max(1, math.ceil(count * epoch_seconds / start_seconds))
         return count
 
